@@ -1,0 +1,20 @@
+import tseslint from "typescript-eslint";
+
+export default tseslint.config(
+  {
+    ignores: [
+      "node_modules/",
+      "dist/",
+      ".wrangler/",
+      "test/runtimes/",
+      "worker-configuration.d.ts",
+      "src/shim/bundle.generated.ts",
+    ],
+  },
+  ...tseslint.configs.recommended,
+  {
+    rules: {
+      "@typescript-eslint/no-unused-vars": ["error", { argsIgnorePattern: "^_" }],
+    },
+  },
+);

@@ -1,0 +1,98 @@
+/** Verified content, keyed by the SHA-256 of the original bytes. */
+export interface Blob {
+  sha256: string;
+  size: number;
+  encoding: "identity" | "gzip";
+  storedKey: string;
+  storedSize: number;
+  storedSha256: string;
+  createdAt: number;
+  expiresAt: number;
+}
+
+interface BlobRow {
+  sha256: string;
+  size: number;
+  encoding: "identity" | "gzip";
+  stored_key: string;
+  stored_size: number;
+  stored_sha256: string;
+  created_at: number;
+  expires_at: number;
+}
+
+function toBlob(row: BlobRow): Blob {
+  return {
+    sha256: row.sha256,
+    size: row.size,
+    encoding: row.encoding,
+    storedKey: row.stored_key,
+    storedSize: row.stored_size,
+    storedSha256: row.stored_sha256,
+    createdAt: row.created_at,
+    expiresAt: row.expires_at,
+  };
+}
+
+/** The verified blob for `sha256` that outlives `now`, or null. */
+export async function findLiveBlob(db: D1Database, sha256: string, now: number): Promise<Blob | null> {
+  const row = await db
+    .prepare("SELECT * FROM blobs WHERE sha256 = ? AND expires_at > ?")
+    .bind(sha256, now)
+    .first<BlobRow>();
+  return row ? toBlob(row) : null;
+}
+
+/**
+ * Records a verified blob, or — when one for the same content exists — keeps the
+ * existing one and pushes its expiry out to at least `expiresAt`. Returns the blob
+ * that is now addressable for this content.
+ */
+export async function upsertBlob(db: D1Database, blob: Blob): Promise<Blob> {
+  const row = await db
+    .prepare(
+      `INSERT INTO blobs (sha256, size, encoding, stored_key, stored_size, stored_sha256, created_at, expires_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+       ON CONFLICT (sha256) DO UPDATE SET expires_at = MAX(blobs.expires_at, excluded.expires_at)
+       RETURNING *`,
+    )
+    .bind(
+      blob.sha256,
+      blob.size,
+      blob.encoding,
+      blob.storedKey,
+      blob.storedSize,
+      blob.storedSha256,
+      blob.createdAt,
+      blob.expiresAt,
+    )
+    .first<BlobRow>();
+  if (!row) throw new Error("upsertBlob returned no row");
+  return toBlob(row);
+}
+
+/** Pushes a blob's expiry out so it outlives a new file that uses it. */
+export async function extendBlob(db: D1Database, sha256: string, expiresAt: number): Promise<void> {
+  await db
+    .prepare("UPDATE blobs SET expires_at = MAX(expires_at, ?) WHERE sha256 = ?")
+    .bind(expiresAt, sha256)
+    .run();
+}
+
+/** True when a verified blob or another pending upload still uses the object at `key`. */
+export async function isStoredKeyInUse(db: D1Database, key: string, exceptUploadId: string): Promise<boolean> {
+  const row = await db
+    .prepare(
+      `SELECT EXISTS (SELECT 1 FROM blobs WHERE stored_key = ?1)
+           OR EXISTS (SELECT 1 FROM uploads WHERE stored_key = ?1 AND status = 'pending' AND id != ?2) AS used`,
+    )
+    .bind(key, exceptUploadId)
+    .first<{ used: number }>();
+  return row?.used === 1;
+}
+
+/** The blob for `sha256` whatever its expiry (files keep their blob alive), or null. */
+export async function findBlob(db: D1Database, sha256: string): Promise<Blob | null> {
+  const row = await db.prepare("SELECT * FROM blobs WHERE sha256 = ?").bind(sha256).first<BlobRow>();
+  return row ? toBlob(row) : null;
+}

@@ -1,0 +1,49 @@
+import type { ContentfulStatusCode } from "hono/utils/http-status";
+
+/** Every error code the relay answers with, its HTTP status and default message. */
+export const ERRORS = {
+  invalid_json: { status: 400, message: "request body is not valid JSON" },
+  invalid_request: { status: 400, message: "request is invalid" },
+  unsupported_media_type: { status: 415, message: "request body must be application/json" },
+  unauthorized: { status: 401, message: "missing or malformed Authorization header" },
+  invalid_token: { status: 401, message: "token is invalid or expired" },
+  session_revoked: { status: 401, message: "session has been revoked" },
+  forbidden: { status: 403, message: "this token may not do that" },
+  not_found: { status: 404, message: "no such route" },
+  session_not_found: { status: 404, message: "no such session" },
+  file_too_large: { status: 413, message: "file is larger than the relay accepts" },
+  quota_exceeded: { status: 413, message: "file does not fit in the session's byte quota" },
+  upload_not_found: { status: 404, message: "no such upload" },
+  upload_expired: { status: 410, message: "upload URL has expired" },
+  upload_not_uploaded: { status: 409, message: "nothing was uploaded for this upload" },
+  upload_already_completed: { status: 409, message: "upload was already completed" },
+  upload_rejected: { status: 409, message: "upload was rejected" },
+  length_mismatch: { status: 400, message: "body length differs from the declared size" },
+  checksum_mismatch: { status: 400, message: "body SHA-256 differs from the declared checksum" },
+  content_mismatch: { status: 422, message: "uploaded bytes are not what was declared" },
+  file_not_found: { status: 404, message: "no such file" },
+  file_expired: { status: 410, message: "file has expired" },
+  invalid_link: { status: 403, message: "share link is invalid" },
+  link_expired: { status: 410, message: "share link has expired" },
+  range_not_satisfiable: { status: 416, message: "requested range is not satisfiable" },
+  method_not_allowed: { status: 405, message: "method not allowed" },
+  not_implemented: { status: 501, message: "not implemented yet" },
+  storage_unavailable: { status: 503, message: "object storage is unavailable" },
+  misconfigured: { status: 500, message: "relay is misconfigured" },
+  internal: { status: 500, message: "internal error" },
+} as const satisfies Record<string, { status: ContentfulStatusCode; message: string }>;
+
+export type ErrorCode = keyof typeof ERRORS;
+
+/** An error the relay answers with as `{ error: { code, message } }`. */
+export class AppError extends Error {
+  readonly code: ErrorCode;
+  readonly status: ContentfulStatusCode;
+
+  constructor(code: ErrorCode, message?: string) {
+    super(message ?? ERRORS[code].message);
+    this.name = "AppError";
+    this.code = code;
+    this.status = ERRORS[code].status;
+  }
+}

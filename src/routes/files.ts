@@ -1,0 +1,43 @@
+import { Hono } from "hono";
+import type { AppEnv, Caller } from "../app-env";
+import { requireCaller } from "../auth/middleware";
+import { findBlob } from "../db/blobs";
+import { findFile, listFiles, type FileRow } from "../db/files";
+import type { Deps } from "../deps";
+import { AppError } from "../errors";
+import { fileResponse } from "../http/file-response";
+import { toFileRecord } from "../services/file-record";
+
+/** Sandboxes see their own files; the operator sees every session's. */
+export const files = new Hono<AppEnv>()
+  .use(requireCaller("session", "operator"))
+  .get("/", async (c) => {
+    const { deps, caller } = c.var;
+    const sessionId = caller.kind === "session" ? caller.session.id : (c.req.query("sessionId") ?? null);
+    const rows = await listFiles(deps.db, sessionId, deps.now(), 1000);
+    const origin = new URL(c.req.url).origin;
+    return c.json({ files: await Promise.all(rows.map((file) => toFileRecord(deps, file, origin))) });
+  })
+  .get("/:id", async (c) => {
+    const file = await visibleFile(c.var.deps, c.var.caller, c.req.param("id"));
+    return c.json(await toFileRecord(c.var.deps, file, new URL(c.req.url).origin));
+  })
+  .get("/:id/content", async (c) => {
+    const { deps } = c.var;
+    const file = await visibleFile(deps, c.var.caller, c.req.param("id"));
+    const blob = await findBlob(deps.db, file.sha256);
+    if (!blob) throw new AppError("file_not_found", "the file's content is no longer stored");
+    return fileResponse(deps.store, file, blob, c.req.raw);
+  })
+  .post("/:id/deliveries", async (c) => {
+    await visibleFile(c.var.deps, c.var.caller, c.req.param("id"));
+    throw new AppError("not_implemented", "delivery to chat platforms is not supported by this relay yet");
+  });
+
+/** A live file the caller may see; another session's file is reported as missing. */
+export async function visibleFile(deps: Deps, caller: Caller, id: string): Promise<FileRow> {
+  const file = await findFile(deps.db, id);
+  if (!file || (caller.kind === "session" && file.sessionId !== caller.session.id)) throw new AppError("file_not_found");
+  if (file.expiresAt <= deps.now()) throw new AppError("file_expired");
+  return file;
+}

@@ -1,0 +1,56 @@
+import { Hono } from "hono";
+import { z } from "zod";
+import type { AppEnv } from "../app-env";
+import { requireCaller } from "../auth/middleware";
+import { createSessionToken } from "../auth/session-token";
+import { insertSession, revokeSession } from "../db/sessions";
+import { AppError } from "../errors";
+import { isId, newId } from "../ids";
+import { readJson } from "../http/json-body";
+import { byteCount, destination } from "../services/validation";
+
+const mintBody = z
+  .object({
+    destinations: z.array(destination).max(50).optional(),
+    quotaBytes: byteCount.optional(),
+    ttlSeconds: z.number().int("must be a whole number").positive("must be positive").optional(),
+  })
+  .strict();
+
+/** Operator routes: mint and revoke sandbox sessions. */
+export const sessions = new Hono<AppEnv>()
+  .use(requireCaller("operator"))
+  .post("/", async (c) => {
+    const body = await readJson(c, mintBody);
+    const { config } = c.var.deps;
+    const ttlSeconds = body.ttlSeconds ?? config.sessionTtlSeconds;
+    if (ttlSeconds > config.maxSessionTtlSeconds) {
+      throw new AppError("invalid_request", `ttlSeconds: must be at most ${config.maxSessionTtlSeconds}`);
+    }
+    const now = c.var.deps.now();
+    const session = {
+      id: newId("ses"),
+      destinations: [...new Set(body.destinations ?? [])],
+      quotaBytes: body.quotaBytes ?? config.sessionQuotaBytes,
+      createdAt: now,
+      expiresAt: now + ttlSeconds * 1000,
+    };
+    await insertSession(c.var.deps.db, session);
+    const token = await createSessionToken(config.signingKey, { sessionId: session.id, expiresAtMs: session.expiresAt });
+    return c.json(
+      {
+        sessionId: session.id,
+        token,
+        expiresAt: new Date(session.expiresAt).toISOString(),
+        destinations: session.destinations,
+        quotaBytes: session.quotaBytes,
+      },
+      201,
+    );
+  })
+  .delete("/:id", async (c) => {
+    const id = c.req.param("id");
+    const now = c.var.deps.now();
+    if (!isId("ses", id) || !(await revokeSession(c.var.deps.db, id, now))) throw new AppError("session_not_found");
+    return c.json({ sessionId: id, revokedAt: new Date(now).toISOString() });
+  });

@@ -1,0 +1,127 @@
+import { z } from "zod";
+import { extendBlob, findLiveBlob } from "../db/blobs";
+import { insertFileWithinQuota, type FileRow } from "../db/files";
+import type { Session } from "../db/sessions";
+import { insertUploadWithinQuota } from "../db/uploads";
+import type { Deps } from "../deps";
+import { AppError } from "../errors";
+import { newId } from "../ids";
+import { blobKey } from "../storage";
+import type { PutInstructions } from "../storage/blob-store";
+import { toFileRecord, type FileRecord } from "./file-record";
+import { byteCount, fileName, mediaType, sha256Hex } from "./validation";
+
+export const declareUploadBody = z
+  .object({
+    name: fileName,
+    size: byteCount,
+    sha256: sha256Hex,
+    contentType: mediaType.optional(),
+    encoding: z.enum(["identity", "gzip"]).optional(),
+    storedSize: byteCount.optional(),
+    storedSha256: sha256Hex.optional(),
+  })
+  .strict()
+  .refine(
+    (b) => [b.encoding, b.storedSize, b.storedSha256].every((v) => v === undefined) ||
+      [b.encoding, b.storedSize, b.storedSha256].every((v) => v !== undefined),
+    "encoding, storedSize and storedSha256 go together",
+  )
+  .refine(
+    (b) => b.encoding !== "identity" || (b.storedSize === b.size && b.storedSha256 === b.sha256),
+    "identity encoding stores the original bytes: storedSize and storedSha256 must equal size and sha256",
+  );
+
+export type DeclareUploadBody = z.infer<typeof declareUploadBody>;
+
+export type DeclareUploadResult =
+  | { status: "deduped"; file: FileRecord }
+  | { status: "missing" }
+  | { status: "upload"; uploadId: string; expiresAt: string; put: PutInstructions };
+
+/** Gzip never grows data by more than a few bytes per 16 KiB block; allow generous slack. */
+function maxGzipSize(size: number): number {
+  return size + Math.ceil(size / 1000) + 1024;
+}
+
+/**
+ * Answers a declared upload: a dedup hit (a file record over content the relay already
+ * verified), "missing" for a probe, or signed instructions to PUT the stored bytes.
+ * Size limits and the session quota are checked here, before any byte moves.
+ */
+export async function declareUpload(
+  deps: Deps,
+  session: Session,
+  body: DeclareUploadBody,
+  origin: string,
+): Promise<DeclareUploadResult> {
+  const { config, db } = deps;
+  const now = deps.now();
+  if (body.size > config.maxFileBytes) {
+    throw new AppError("file_too_large", `file is ${body.size} bytes; this relay accepts at most ${config.maxFileBytes}`);
+  }
+  if (body.size > session.quotaBytes) {
+    throw new AppError("quota_exceeded", `file is ${body.size} bytes; the session quota is ${session.quotaBytes}`);
+  }
+  const contentType = body.contentType ?? "application/octet-stream";
+  const expiresAt = now + config.fileTtlSeconds * 1000;
+
+  const blob = await findLiveBlob(db, body.sha256, now);
+  if (blob) {
+    if (blob.size !== body.size) throw new AppError("invalid_request", "size does not match the content with this sha256");
+    // The blob must outlive the new file; pushed out before the file exists.
+    await extendBlob(db, blob.sha256, expiresAt);
+    const file: FileRow = {
+      id: newId("fil"),
+      sessionId: session.id,
+      name: body.name,
+      size: body.size,
+      sha256: body.sha256,
+      contentType,
+      deduped: true,
+      createdAt: now,
+      expiresAt,
+    };
+    if (!(await insertFileWithinQuota(db, file, session.quotaBytes, now))) throw quotaExceeded(body.size);
+    return { status: "deduped", file: await toFileRecord(deps, file, origin) };
+  }
+
+  if (body.encoding === undefined || body.storedSize === undefined || body.storedSha256 === undefined) {
+    return { status: "missing" };
+  }
+  if (body.encoding === "gzip" && body.storedSize > maxGzipSize(body.size)) {
+    throw new AppError("invalid_request", "storedSize is larger than gzip can make this file");
+  }
+
+  const upload = {
+    id: newId("upl"),
+    sessionId: session.id,
+    name: body.name,
+    size: body.size,
+    sha256: body.sha256,
+    contentType,
+    encoding: body.encoding,
+    storedKey: blobKey(body.storedSha256),
+    storedSize: body.storedSize,
+    storedSha256: body.storedSha256,
+    status: "pending" as const,
+    createdAt: now,
+    expiresAt: now + config.uploadUrlTtlSeconds * 1000,
+    fileId: null,
+  };
+  if (!(await insertUploadWithinQuota(db, upload, session.quotaBytes))) throw quotaExceeded(body.size);
+  const put = await deps.store.createUploadUrl({
+    key: upload.storedKey,
+    uploadId: upload.id,
+    size: upload.storedSize,
+    sha256Hex: upload.storedSha256,
+    contentType: "application/octet-stream",
+    expiresAt: upload.expiresAt,
+    relayOrigin: origin,
+  });
+  return { status: "upload", uploadId: upload.id, expiresAt: new Date(upload.expiresAt).toISOString(), put };
+}
+
+function quotaExceeded(size: number): AppError {
+  return new AppError("quota_exceeded", `${size} more bytes would exceed the session's byte quota`);
+}

@@ -1,0 +1,74 @@
+import type { Blob } from "../db/blobs";
+import type { BlobStore } from "../storage";
+import type { ByteRange } from "../storage/blob-store";
+
+/** How a blob is kept: enough to turn stored bytes back into the original ones. */
+export type StoredForm = Pick<Blob, "encoding" | "storedKey" | "size">;
+
+/**
+ * Streams the original bytes (or a range of them) of a stored blob. Identity blobs are
+ * read straight from the store (ranges included); gzip blobs are inflated on the fly
+ * and the range is cut from the inflated stream.
+ */
+export async function openOriginal(
+  store: BlobStore,
+  blob: StoredForm,
+  range?: ByteRange,
+): Promise<ReadableStream<Uint8Array> | null> {
+  if (blob.encoding === "identity") {
+    const object = await store.get(blob.storedKey, range);
+    return object ? object.body : null;
+  }
+  const object = await store.get(blob.storedKey);
+  if (!object) return null;
+  const inflated = object.body.pipeThrough(new DecompressionStream("gzip"));
+  return range ? inflated.pipeThrough(sliceStream(range)) : inflated;
+}
+
+/**
+ * Hashes the original bytes of a stored blob; stops early (returning null) once more
+ * bytes come out than expected, so a decompression bomb costs no more than `maxSize`.
+ */
+export async function digestOriginal(
+  store: BlobStore,
+  blob: StoredForm,
+): Promise<{ size: number; sha256Hex: string } | null> {
+  const body = await openOriginal(store, blob);
+  if (!body) return null;
+  const digest = new crypto.DigestStream("SHA-256");
+  let size = 0;
+  try {
+    await body
+      .pipeThrough(
+        new TransformStream<Uint8Array, Uint8Array>({
+          transform(chunk, controller) {
+            size += chunk.byteLength;
+            if (size > blob.size) throw new Error("more bytes than declared");
+            controller.enqueue(chunk);
+          },
+        }),
+      )
+      .pipeTo(digest);
+  } catch {
+    return null;
+  }
+  const hash = new Uint8Array(await digest.digest);
+  return { size, sha256Hex: [...hash].map((b) => b.toString(16).padStart(2, "0")).join("") };
+}
+
+/** Passes through only the bytes of `range`, then ends the stream. */
+function sliceStream({ offset, length }: ByteRange): TransformStream<Uint8Array, Uint8Array> {
+  let position = 0;
+  const end = offset + length;
+  return new TransformStream({
+    transform(chunk, controller) {
+      const chunkStart = position;
+      position += chunk.byteLength;
+      if (position <= offset || chunkStart >= end) {
+        if (chunkStart >= end) controller.terminate();
+        return;
+      }
+      controller.enqueue(chunk.subarray(Math.max(0, offset - chunkStart), Math.min(chunk.byteLength, end - chunkStart)));
+    },
+  });
+}

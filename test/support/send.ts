@@ -1,0 +1,73 @@
+import { hexToBase64 } from "../../src/encoding";
+import type { FileRecord } from "../../src/services/file-record";
+import type { PutInstructions } from "../../src/storage/blob-store";
+import { gzip, sha256Hex } from "./bytes";
+import type { RelayClient } from "./relay-client";
+
+export interface Declared {
+  name: string;
+  size: number;
+  sha256: string;
+  contentType?: string;
+  encoding: "identity" | "gzip";
+  storedSize: number;
+  storedSha256: string;
+}
+
+/** Describes `bytes` as the shim would, gzipped or not. */
+export async function describe(bytes: Uint8Array, name: string, encoding: "identity" | "gzip" = "identity") {
+  const stored = encoding === "gzip" ? await gzip(bytes) : bytes;
+  const declared: Declared = {
+    name,
+    size: bytes.byteLength,
+    sha256: await sha256Hex(bytes),
+    encoding,
+    storedSize: stored.byteLength,
+    storedSha256: await sha256Hex(stored),
+  };
+  return { declared, stored };
+}
+
+export type UploadAnswer =
+  | { status: "deduped"; file: FileRecord }
+  | { status: "missing" }
+  | { status: "upload"; uploadId: string; expiresAt: string; put: PutInstructions };
+
+export async function declare(client: RelayClient, token: string, body: unknown): Promise<Response> {
+  return client.call("POST", "/v1/uploads", { token, json: body });
+}
+
+/** PUTs `bytes` with the headers the relay asked for, optionally overriding some. */
+export function putBytes(
+  client: RelayClient,
+  put: PutInstructions,
+  bytes: Uint8Array,
+  override: Record<string, string> = {},
+): Promise<Response> {
+  return client.fetch(put.url, { method: "PUT", headers: { ...put.headers, ...override }, body: bytes });
+}
+
+export function complete(client: RelayClient, token: string, uploadId: string): Promise<Response> {
+  return client.call("POST", `/v1/uploads/${uploadId}/complete`, { token });
+}
+
+/** The whole send path for honest bytes; returns the file record. */
+export async function upload(
+  client: RelayClient,
+  token: string,
+  bytes: Uint8Array,
+  name: string,
+  encoding: "identity" | "gzip" = "identity",
+): Promise<FileRecord & { uploadedBytes: number }> {
+  const { declared, stored } = await describe(bytes, name, encoding);
+  const answer = (await (await declare(client, token, declared)).json()) as UploadAnswer;
+  if (answer.status === "deduped") return { ...answer.file, uploadedBytes: 0 };
+  if (answer.status !== "upload") throw new Error(`unexpected answer ${JSON.stringify(answer)}`);
+  const put = await putBytes(client, answer.put, stored);
+  if (!put.ok) throw new Error(`PUT failed: ${put.status} ${await put.text()}`);
+  const done = await complete(client, token, answer.uploadId);
+  if (done.status !== 201) throw new Error(`complete failed: ${done.status} ${await done.text()}`);
+  return { ...((await done.json()) as FileRecord), uploadedBytes: stored.byteLength };
+}
+
+export { hexToBase64 };

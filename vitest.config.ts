@@ -1,0 +1,49 @@
+import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-pool-workers";
+import { fileURLToPath } from "node:url";
+import { defineConfig, defineProject } from "vitest/config";
+
+const migrationsDir = fileURLToPath(new URL("./migrations", import.meta.url));
+
+/** Bindings only the tests see; the real ones come from wrangler.toml. */
+const testBindings = {
+  AIRLOCK_ADMIN_TOKEN: "test-admin-token",
+  AIRLOCK_SIGNING_KEY: "test-signing-key-0123456789abcdef",
+};
+
+export default defineConfig({
+  test: {
+    projects: [
+      // Units and routes inside the real Workers runtime, on the local R2 and D1.
+      defineProject({
+        plugins: [
+          cloudflareTest(async () => ({
+            wrangler: { configPath: "./wrangler.toml" },
+            miniflare: {
+              bindings: {
+                ...testBindings,
+                TEST_MIGRATIONS: await readD1Migrations(migrationsDir),
+              },
+            },
+          })),
+        ],
+        test: {
+          name: "workers",
+          include: ["test/{routes,storage,auth,db,http,services}/**/*.test.ts"],
+          setupFiles: ["./test/apply-migrations.ts"],
+          globalSetup: ["./test/fixtures/s3/global-setup.ts"],
+        },
+      }),
+      // End-to-end: the built shim as a subprocess against `wrangler dev` and a strict S3 server.
+      defineProject({
+        test: {
+          name: "node",
+          environment: "node",
+          include: ["test/{e2e,shim,fixtures}/**/*.test.ts"],
+          testTimeout: 60_000,
+          hookTimeout: 120_000,
+          fileParallelism: false,
+        },
+      }),
+    ],
+  },
+});
