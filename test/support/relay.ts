@@ -1,0 +1,126 @@
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { mkdtemp, rm } from "node:fs/promises";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const root = fileURLToPath(new URL("../..", import.meta.url));
+const wranglerBin = join(root, "node_modules/wrangler/bin/wrangler.js");
+
+export const TEST_ADMIN_TOKEN = "e2e-admin-token";
+const TEST_SIGNING_KEY = "e2e-signing-key-0123456789abcdef0123";
+
+export interface RunningRelay {
+  url: string;
+  adminToken: string;
+  mintSession(body?: object): Promise<{ sessionId: string; token: string; expiresAt: string }>;
+  stop(): Promise<void>;
+}
+
+export interface RelayOptions {
+  storage?: "r2" | "s3";
+  /** Extra Worker vars (S3_* for the s3 backend, limits, TTLs). */
+  vars?: Record<string, string>;
+}
+
+/** A free TCP port on 127.0.0.1. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address();
+      server.close(() => resolve(typeof address === "object" && address ? address.port : 0));
+    });
+  });
+}
+
+/**
+ * Runs the relay as a user would: `wrangler dev` in the real Workers runtime, on its own
+ * local R2/D1 state in a temp dir, with the production migrations applied.
+ */
+export async function startRelay(options: RelayOptions = {}): Promise<RunningRelay> {
+  const state = await mkdtemp(join(tmpdir(), "airlock-relay-"));
+  const env = { ...process.env, CLOUDFLARE_CF_FETCH_ENABLED: "false", WRANGLER_SEND_METRICS: "false", NO_COLOR: "1" };
+  const migrate = spawnSync(
+    process.execPath,
+    [wranglerBin, "d1", "migrations", "apply", "DB", "--local", "--persist-to", state],
+    { cwd: root, env, encoding: "utf8" },
+  );
+  if (migrate.status !== 0) throw new Error(`migrations failed: ${migrate.stderr || migrate.stdout}`);
+
+  const port = await freePort();
+  const vars = {
+    AIRLOCK_ADMIN_TOKEN: TEST_ADMIN_TOKEN,
+    AIRLOCK_SIGNING_KEY: TEST_SIGNING_KEY,
+    STORAGE: options.storage ?? "r2",
+    ...options.vars,
+  };
+  const args = [wranglerBin, "dev", "--ip", "127.0.0.1", "--port", String(port), "--persist-to", state];
+  args.push("--inspector-port", String(await freePort()), "--show-interactive-dev-session=false");
+  for (const [key, value] of Object.entries(vars)) args.push("--var", `${key}:${value}`);
+  // Its own process group: stopping the group also stops workerd, which holds the port.
+  const child = spawn(process.execPath, args, { cwd: root, env, detached: true, stdio: ["ignore", "pipe", "pipe"] });
+  let output = "";
+  child.stdout?.on("data", (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr?.on("data", (chunk: Buffer) => (output += chunk.toString()));
+
+  const url = `http://127.0.0.1:${port}`;
+  const stop = async () => {
+    await stopGroup(child);
+    await rm(state, { recursive: true, force: true });
+  };
+  try {
+    await waitForHealth(url, child, () => output);
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+  return {
+    url,
+    adminToken: TEST_ADMIN_TOKEN,
+    async mintSession(body = {}) {
+      const response = await fetch(`${url}/v1/sessions`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${TEST_ADMIN_TOKEN}`, "content-type": "application/json" },
+        body: JSON.stringify(body),
+      });
+      if (response.status !== 201) throw new Error(`mint failed: ${response.status} ${await response.text()}`);
+      return (await response.json()) as { sessionId: string; token: string; expiresAt: string };
+    },
+    stop,
+  };
+}
+
+async function waitForHealth(url: string, child: ChildProcess, output: () => string): Promise<void> {
+  const deadline = Date.now() + 90_000;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) throw new Error(`wrangler dev exited (${child.exitCode}):\n${output()}`);
+    try {
+      const response = await fetch(`${url}/healthz`);
+      if (response.ok) return;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+  throw new Error(`wrangler dev did not become healthy at ${url}:\n${output()}`);
+}
+
+async function stopGroup(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.pid === undefined) return;
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  const kill = (signal: NodeJS.Signals) => {
+    try {
+      process.kill(-child.pid!, signal);
+    } catch {
+      // already gone
+    }
+  };
+  kill("SIGTERM");
+  const timer = setTimeout(() => kill("SIGKILL"), 5000);
+  await exited;
+  clearTimeout(timer);
+  kill("SIGKILL");
+}
