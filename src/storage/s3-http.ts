@@ -1,0 +1,78 @@
+import { S3RequestPresigner } from "@aws-sdk/s3-request-presigner";
+import { Sha256 } from "@smithy/core/checksum";
+import { SignatureV4 } from "@smithy/signature-v4";
+import type { HttpRequest } from "@smithy/types";
+import type { S3Config } from "../config";
+
+/**
+ * SigV4-signed S3 requests over `fetch`, path-style. The relay needs only status codes
+ * and headers from S3 (HEAD, ranged GET, PUT, DELETE), so it signs plain requests
+ * rather than carrying a full SDK client and its XML parsing into the Worker.
+ */
+export class S3Http {
+  private readonly signer: SignatureV4;
+  private readonly presigner: S3RequestPresigner;
+  private readonly endpoint: URL;
+
+  constructor(private readonly config: S3Config) {
+    const credentials = { accessKeyId: config.accessKeyId, secretAccessKey: config.secretAccessKey };
+    const options = { credentials, region: config.region, sha256: Sha256, service: "s3", uriEscapePath: false };
+    this.signer = new SignatureV4(options);
+    this.presigner = new S3RequestPresigner(options);
+    this.endpoint = new URL(config.endpoint);
+  }
+
+  /** A presigned URL whose signature also covers the given headers. */
+  async presign(method: string, key: string, headers: Record<string, string>, expiresIn: number): Promise<string> {
+    const signed = await this.presigner.presign(this.request(method, key, headers), {
+      expiresIn,
+      signableHeaders: new Set(Object.keys(headers)),
+      unhoistableHeaders: new Set(Object.keys(headers).filter((name) => name.startsWith("x-amz-"))),
+    });
+    return this.urlOf(signed);
+  }
+
+  /** Sends a header-signed request; the body is not hashed (UNSIGNED-PAYLOAD). */
+  async send(method: string, key: string, headers: Record<string, string> = {}, body?: BodyInit | null): Promise<Response> {
+    const request = this.request(method, key, { ...headers, "x-amz-content-sha256": "UNSIGNED-PAYLOAD" });
+    const signed = await this.signer.sign(request);
+    const outgoing = new Headers();
+    for (const [name, value] of Object.entries(signed.headers)) {
+      if (name !== "host") outgoing.set(name, value);
+    }
+    return fetch(this.urlOf(signed), { method, headers: outgoing, body: body ?? null });
+  }
+
+  private request(method: string, key: string, headers: Record<string, string>): HttpRequest {
+    const base = this.endpoint.pathname.replace(/\/$/, "");
+    const path = `${base}/${encodeURIComponent(this.config.bucket)}/${key.split("/").map(encodeURIComponent).join("/")}`;
+    return {
+      method,
+      protocol: this.endpoint.protocol,
+      hostname: this.endpoint.hostname,
+      port: this.endpoint.port ? Number(this.endpoint.port) : undefined,
+      path,
+      query: {},
+      headers: { ...headers, host: this.endpoint.host },
+    };
+  }
+
+  private urlOf(request: HttpRequest): string {
+    const url = new URL(`${request.protocol}//${request.hostname}${request.port ? `:${request.port}` : ""}${request.path}`);
+    const query = Object.entries(request.query ?? {}).flatMap(([name, value]) =>
+      (Array.isArray(value) ? value : [value]).map((v) => `${encodeRfc3986(name)}=${encodeRfc3986(String(v ?? ""))}`),
+    );
+    return query.length > 0 ? `${url.href}?${query.join("&")}` : url.href;
+  }
+}
+
+/** Query encoding as SigV4 canonicalises it, so the URL matches what was signed. */
+function encodeRfc3986(value: string): string {
+  return encodeURIComponent(value).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+}
+
+/** The `<Code>` of an S3 XML error body, without an XML parser. */
+export async function s3ErrorCode(response: Response): Promise<string> {
+  const text = await response.text();
+  return /<Code>([^<]*)<\/Code>/.exec(text)?.[1] ?? `HTTP ${response.status}`;
+}
