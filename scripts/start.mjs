@@ -6,8 +6,14 @@ import { copyFileSync, existsSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
-const wrangler = [fileURLToPath(new URL("../node_modules/wrangler/bin/wrangler.js", import.meta.url))];
-const env = { ...process.env, CLOUDFLARE_CF_FETCH_ENABLED: "false", WRANGLER_SEND_METRICS: "false" };
+const wrangler = [
+  fileURLToPath(new URL("../node_modules/wrangler/bin/wrangler.js", import.meta.url)),
+];
+const env = {
+  ...process.env,
+  CLOUDFLARE_CF_FETCH_ENABLED: "false",
+  WRANGLER_SEND_METRICS: "false",
+};
 const port = process.env.PORT ?? "8787";
 const url = `http://127.0.0.1:${port}`;
 
@@ -15,13 +21,19 @@ if (!existsSync(`${root}/.dev.vars`)) {
   copyFileSync(`${root}/.dev.vars.example`, `${root}/.dev.vars`);
   console.log("Created .dev.vars from .dev.vars.example (local-only secrets).");
 }
-const adminToken = /^AIRLOCK_ADMIN_TOKEN=(.*)$/m.exec(readFileSync(`${root}/.dev.vars`, "utf8"))?.[1] ?? "<AIRLOCK_ADMIN_TOKEN>";
+const adminToken =
+  /^AIRLOCK_ADMIN_TOKEN=(.*)$/m.exec(readFileSync(`${root}/.dev.vars`, "utf8"))?.[1] ??
+  "<AIRLOCK_ADMIN_TOKEN>";
 
-const migrate = spawnSync(process.execPath, [...wrangler, "d1", "migrations", "apply", "DB", "--local"], {
-  cwd: root,
-  env,
-  stdio: ["ignore", "ignore", "inherit"],
-});
+const migrate = spawnSync(
+  process.execPath,
+  [...wrangler, "d1", "migrations", "apply", "DB", "--local"],
+  {
+    cwd: root,
+    env,
+    stdio: ["ignore", "ignore", "inherit"],
+  },
+);
 if (migrate.status !== 0) process.exit(migrate.status ?? 1);
 
 console.log(`

@@ -42,15 +42,31 @@ export const app = new Hono<AppEnv>()
   .route("/d", share)
   .route("/shim", shim);
 
-app.notFound((c) => c.json({ error: { code: "not_found", message: `no route for ${c.req.method} ${c.req.path}` } }, 404));
+app.notFound((c) =>
+  c.json(
+    { error: { code: "not_found", message: `no route for ${c.req.method} ${c.req.path}` } },
+    404,
+  ),
+);
 
 app.onError((error, c) => {
   if (error instanceof AppError) {
     return c.json({ error: { code: error.code, message: error.message } }, error.status);
   }
   if (error instanceof HTTPException && error.status < 500) {
-    return c.json({ error: { code: "invalid_request", message: error.message || "bad request" } }, error.status);
+    return c.json(
+      { error: { code: "invalid_request", message: error.message || "bad request" } },
+      error.status,
+    );
   }
-  console.error(JSON.stringify({ event: "unhandled_error", method: c.req.method, path: c.req.path, error: String(error), stack: (error as Error).stack }));
+  console.error(
+    JSON.stringify({
+      event: "unhandled_error",
+      method: c.req.method,
+      path: c.req.path,
+      error: String(error),
+      stack: (error as Error).stack,
+    }),
+  );
   return c.json({ error: { code: "internal", message: "internal error" } }, 500);
 });

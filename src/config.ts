@@ -34,7 +34,8 @@ export function readConfig(env: Bindings): Config {
   const signingKey = required(env, "AIRLOCK_SIGNING_KEY");
   if (signingKey.length < 32) throw new Error("AIRLOCK_SIGNING_KEY must be at least 32 characters");
   const storage = (env.STORAGE || "r2").toLowerCase();
-  if (storage !== "r2" && storage !== "s3") throw new Error(`STORAGE must be "r2" or "s3", not "${storage}"`);
+  if (storage !== "r2" && storage !== "s3")
+    throw new Error(`STORAGE must be "r2" or "s3", not "${storage}"`);
   return {
     adminToken,
     signingKey,

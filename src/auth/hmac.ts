@@ -17,7 +17,10 @@ function importKey(raw: Uint8Array): Promise<CryptoKey> {
 }
 
 /** The derived secret for `purpose`: HMAC(signingKey, "airlock:" + purpose). */
-export async function deriveSecret(signingKey: string, purpose: SigningPurpose): Promise<Uint8Array> {
+export async function deriveSecret(
+  signingKey: string,
+  purpose: SigningPurpose,
+): Promise<Uint8Array> {
   const root = await importKey(encoder.encode(signingKey));
   const derived = await crypto.subtle.sign("HMAC", root, encoder.encode(`airlock:${purpose}`));
   return new Uint8Array(derived);
@@ -34,7 +37,11 @@ function purposeKey(signingKey: string, purpose: SigningPurpose): Promise<Crypto
 }
 
 /** Signs `message` for `purpose`; the result is base64url. */
-export async function sign(signingKey: string, purpose: SigningPurpose, message: string): Promise<string> {
+export async function sign(
+  signingKey: string,
+  purpose: SigningPurpose,
+  message: string,
+): Promise<string> {
   const key = await purposeKey(signingKey, purpose);
   const signature = await crypto.subtle.sign("HMAC", key, encoder.encode(message));
   return bytesToBase64Url(new Uint8Array(signature));

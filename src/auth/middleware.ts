@@ -16,7 +16,12 @@ export function requireCaller(...roles: Role[]) {
   return createMiddleware<AppEnv>(async (c, next) => {
     const caller = await authenticate(c.var.deps, c.req.header("authorization"));
     if (!roles.includes(caller.kind)) {
-      throw new AppError("forbidden", caller.kind === "session" ? "this route is for the operator" : "this route is for sandboxes");
+      throw new AppError(
+        "forbidden",
+        caller.kind === "session"
+          ? "this route is for the operator"
+          : "this route is for sandboxes",
+      );
     }
     c.set("caller", caller);
     await next();

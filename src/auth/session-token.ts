@@ -16,7 +16,10 @@ async function jwtSecret(signingKey: string): Promise<string> {
 }
 
 /** Mints an HS256 JWT for a session. */
-export async function createSessionToken(signingKey: string, claims: SessionClaims): Promise<string> {
+export async function createSessionToken(
+  signingKey: string,
+  claims: SessionClaims,
+): Promise<string> {
   const payload = {
     sub: claims.sessionId,
     typ: TOKEN_TYPE,
@@ -30,7 +33,8 @@ export async function createSessionToken(signingKey: string, claims: SessionClai
 export async function verifySessionToken(signingKey: string, token: string): Promise<string> {
   try {
     const payload = await verifyJwt(token, await jwtSecret(signingKey), "HS256");
-    if (payload.typ !== TOKEN_TYPE || typeof payload.sub !== "string") throw new Error("wrong type");
+    if (payload.typ !== TOKEN_TYPE || typeof payload.sub !== "string")
+      throw new Error("wrong type");
     return payload.sub;
   } catch {
     throw new AppError("invalid_token");

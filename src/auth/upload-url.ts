@@ -21,7 +21,8 @@ export async function verifyRelayUploadUrl(
   sig: string | undefined,
   nowMs: number,
 ): Promise<void> {
-  if (!exp || !sig || !/^\d{1,12}$/.test(exp)) throw new AppError("forbidden", "upload URL is not signed");
+  if (!exp || !sig || !/^\d{1,12}$/.test(exp))
+    throw new AppError("forbidden", "upload URL is not signed");
   if (!(await verify(signingKey, "upload-url", `${uploadId}.${exp}`, sig))) {
     throw new AppError("forbidden", "upload URL signature is invalid");
   }

@@ -35,7 +35,11 @@ function toBlob(row: BlobRow): Blob {
 }
 
 /** The verified blob for `sha256` that outlives `now`, or null. */
-export async function findLiveBlob(db: D1Database, sha256: string, now: number): Promise<Blob | null> {
+export async function findLiveBlob(
+  db: D1Database,
+  sha256: string,
+  now: number,
+): Promise<Blob | null> {
   const row = await db
     .prepare("SELECT * FROM blobs WHERE sha256 = ? AND expires_at > ?")
     .bind(sha256, now)
@@ -80,7 +84,11 @@ export async function extendBlob(db: D1Database, sha256: string, expiresAt: numb
 }
 
 /** True when a verified blob or another pending upload still uses the object at `key`. */
-export async function isStoredKeyInUse(db: D1Database, key: string, exceptUploadId: string): Promise<boolean> {
+export async function isStoredKeyInUse(
+  db: D1Database,
+  key: string,
+  exceptUploadId: string,
+): Promise<boolean> {
   const row = await db
     .prepare(
       `SELECT EXISTS (SELECT 1 FROM blobs WHERE stored_key = ?1)
@@ -93,6 +101,9 @@ export async function isStoredKeyInUse(db: D1Database, key: string, exceptUpload
 
 /** The blob for `sha256` whatever its expiry (files keep their blob alive), or null. */
 export async function findBlob(db: D1Database, sha256: string): Promise<Blob | null> {
-  const row = await db.prepare("SELECT * FROM blobs WHERE sha256 = ?").bind(sha256).first<BlobRow>();
+  const row = await db
+    .prepare("SELECT * FROM blobs WHERE sha256 = ?")
+    .bind(sha256)
+    .first<BlobRow>();
   return row ? toBlob(row) : null;
 }

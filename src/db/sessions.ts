@@ -17,12 +17,21 @@ interface SessionRow {
   revoked_at: number | null;
 }
 
-export async function insertSession(db: D1Database, session: Omit<Session, "revokedAt">): Promise<void> {
+export async function insertSession(
+  db: D1Database,
+  session: Omit<Session, "revokedAt">,
+): Promise<void> {
   await db
     .prepare(
       "INSERT INTO sessions (id, destinations, quota_bytes, created_at, expires_at) VALUES (?, ?, ?, ?, ?)",
     )
-    .bind(session.id, JSON.stringify(session.destinations), session.quotaBytes, session.createdAt, session.expiresAt)
+    .bind(
+      session.id,
+      JSON.stringify(session.destinations),
+      session.quotaBytes,
+      session.createdAt,
+      session.expiresAt,
+    )
     .run();
 }
 

@@ -58,7 +58,11 @@ function toUpload(row: UploadRow): Upload {
  * Records a pending upload only if its bytes fit the session's quota, counted in the
  * same statement. Returns false when they do not fit.
  */
-export async function insertUploadWithinQuota(db: D1Database, upload: Upload, quotaBytes: number): Promise<boolean> {
+export async function insertUploadWithinQuota(
+  db: D1Database,
+  upload: Upload,
+  quotaBytes: number,
+): Promise<boolean> {
   const result = await db
     .prepare(
       `INSERT INTO uploads (id, session_id, name, size, sha256, content_type, encoding, stored_key,

@@ -11,7 +11,12 @@ import { parseRange } from "./range";
  * single-range support. Served as an attachment with `nosniff` and a sandboxing CSP,
  * so uploaded HTML or SVG never runs in the relay's origin.
  */
-export async function fileResponse(store: BlobStore, file: FileRow, blob: Blob, request: Request): Promise<Response> {
+export async function fileResponse(
+  store: BlobStore,
+  file: FileRow,
+  blob: Blob,
+  request: Request,
+): Promise<Response> {
   const etag = `"${file.sha256}"`;
   const headers = new Headers({
     "content-type": file.contentType,
@@ -23,31 +28,44 @@ export async function fileResponse(store: BlobStore, file: FileRow, blob: Blob, 
     "content-security-policy": "default-src 'none'; sandbox",
     "last-modified": new Date(file.createdAt).toUTCString(),
   });
-  if (matchesEtag(request.headers.get("if-none-match"), etag)) return new Response(null, { status: 304, headers });
+  if (matchesEtag(request.headers.get("if-none-match"), etag))
+    return new Response(null, { status: 304, headers });
 
   const ifRange = request.headers.get("if-range");
-  const rangeHeader = ifRange === null || ifRange === etag ? request.headers.get("range") ?? undefined : undefined;
+  const rangeHeader =
+    ifRange === null || ifRange === etag ? (request.headers.get("range") ?? undefined) : undefined;
   const range = parseRange(rangeHeader, file.size);
   if (range === "unsatisfiable") {
     headers.set("content-range", `bytes */${file.size}`);
     const error = new AppError("range_not_satisfiable");
     headers.set("content-type", "application/json");
-    return new Response(JSON.stringify({ error: { code: error.code, message: error.message } }), { status: 416, headers });
+    return new Response(JSON.stringify({ error: { code: error.code, message: error.message } }), {
+      status: 416,
+      headers,
+    });
   }
   const length = range ? range.length : file.size;
   headers.set("content-length", String(length));
-  if (range) headers.set("content-range", `bytes ${range.offset}-${range.offset + range.length - 1}/${file.size}`);
+  if (range)
+    headers.set(
+      "content-range",
+      `bytes ${range.offset}-${range.offset + range.length - 1}/${file.size}`,
+    );
   const status = range ? 206 : 200;
   if (request.method === "HEAD") return new Response(null, { status, headers });
 
   const body = length === 0 ? null : await openOriginal(store, blob, range);
-  if (length > 0 && !body) throw new AppError("file_not_found", "the file's content is no longer stored");
+  if (length > 0 && !body)
+    throw new AppError("file_not_found", "the file's content is no longer stored");
   return new Response(body ? withLength(body, length) : null, { status, headers });
 }
 
 function matchesEtag(header: string | null, etag: string): boolean {
   if (!header) return false;
-  return header.trim() === "*" || header.split(",").some((tag) => tag.trim().replace(/^W\//, "") === etag);
+  return (
+    header.trim() === "*" ||
+    header.split(",").some((tag) => tag.trim().replace(/^W\//, "") === etag)
+  );
 }
 
 /** A stream the runtime can send with Content-Length rather than chunked. */

@@ -11,7 +11,8 @@ export async function readJson<T extends z.ZodType>(c: Context, schema: T): Prom
   let value: unknown = {};
   if (text.trim() !== "") {
     const type = c.req.header("content-type") ?? "";
-    if (!/^application\/([\w.+-]+\+)?json\b/i.test(type)) throw new AppError("unsupported_media_type");
+    if (!/^application\/([\w.+-]+\+)?json\b/i.test(type))
+      throw new AppError("unsupported_media_type");
     try {
       value = JSON.parse(text);
     } catch {

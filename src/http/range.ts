@@ -5,7 +5,10 @@ import type { ByteRange } from "../storage/blob-store";
  * Returns undefined for no range (or one we serve whole, like multiple ranges, which
  * RFC 9110 allows us to ignore), the range, or "unsatisfiable".
  */
-export function parseRange(header: string | undefined, size: number): ByteRange | "unsatisfiable" | undefined {
+export function parseRange(
+  header: string | undefined,
+  size: number,
+): ByteRange | "unsatisfiable" | undefined {
   if (!header) return undefined;
   const match = /^bytes=\s*(\d*)\s*-\s*(\d*)\s*$/i.exec(header.trim());
   if (!match) return undefined;

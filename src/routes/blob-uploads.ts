@@ -7,7 +7,13 @@ import { receiveUpload } from "../services/receive-upload";
 export const blobUploads = new Hono<AppEnv>().put("/:id", async (c) => {
   const { deps } = c.var;
   const id = c.req.param("id");
-  await verifyRelayUploadUrl(deps.config.signingKey, id, c.req.query("exp"), c.req.query("sig"), deps.now());
+  await verifyRelayUploadUrl(
+    deps.config.signingKey,
+    id,
+    c.req.query("exp"),
+    c.req.query("sig"),
+    deps.now(),
+  );
   await receiveUpload(deps, id, {
     contentLength: c.req.header("content-length"),
     checksum: c.req.header("x-amz-checksum-sha256"),

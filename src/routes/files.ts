@@ -13,10 +13,13 @@ export const files = new Hono<AppEnv>()
   .use(requireCaller("session", "operator"))
   .get("/", async (c) => {
     const { deps, caller } = c.var;
-    const sessionId = caller.kind === "session" ? caller.session.id : (c.req.query("sessionId") ?? null);
+    const sessionId =
+      caller.kind === "session" ? caller.session.id : (c.req.query("sessionId") ?? null);
     const rows = await listFiles(deps.db, sessionId, deps.now(), 1000);
     const origin = new URL(c.req.url).origin;
-    return c.json({ files: await Promise.all(rows.map((file) => toFileRecord(deps, file, origin))) });
+    return c.json({
+      files: await Promise.all(rows.map((file) => toFileRecord(deps, file, origin))),
+    });
   })
   .get("/:id", async (c) => {
     const file = await visibleFile(c.var.deps, c.var.caller, c.req.param("id"));
@@ -31,13 +34,17 @@ export const files = new Hono<AppEnv>()
   })
   .post("/:id/deliveries", async (c) => {
     await visibleFile(c.var.deps, c.var.caller, c.req.param("id"));
-    throw new AppError("not_implemented", "delivery to chat platforms is not supported by this relay yet");
+    throw new AppError(
+      "not_implemented",
+      "delivery to chat platforms is not supported by this relay yet",
+    );
   });
 
 /** A live file the caller may see; another session's file is reported as missing. */
 export async function visibleFile(deps: Deps, caller: Caller, id: string): Promise<FileRow> {
   const file = await findFile(deps.db, id);
-  if (!file || (caller.kind === "session" && file.sessionId !== caller.session.id)) throw new AppError("file_not_found");
+  if (!file || (caller.kind === "session" && file.sessionId !== caller.session.id))
+    throw new AppError("file_not_found");
   if (file.expiresAt <= deps.now()) throw new AppError("file_expired");
   return file;
 }

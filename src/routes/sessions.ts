@@ -25,7 +25,10 @@ export const sessions = new Hono<AppEnv>()
     const { config } = c.var.deps;
     const ttlSeconds = body.ttlSeconds ?? config.sessionTtlSeconds;
     if (ttlSeconds > config.maxSessionTtlSeconds) {
-      throw new AppError("invalid_request", `ttlSeconds: must be at most ${config.maxSessionTtlSeconds}`);
+      throw new AppError(
+        "invalid_request",
+        `ttlSeconds: must be at most ${config.maxSessionTtlSeconds}`,
+      );
     }
     const now = c.var.deps.now();
     const session = {
@@ -36,7 +39,10 @@ export const sessions = new Hono<AppEnv>()
       expiresAt: now + ttlSeconds * 1000,
     };
     await insertSession(c.var.deps.db, session);
-    const token = await createSessionToken(config.signingKey, { sessionId: session.id, expiresAtMs: session.expiresAt });
+    const token = await createSessionToken(config.signingKey, {
+      sessionId: session.id,
+      expiresAtMs: session.expiresAt,
+    });
     return c.json(
       {
         sessionId: session.id,
@@ -51,6 +57,7 @@ export const sessions = new Hono<AppEnv>()
   .delete("/:id", async (c) => {
     const id = c.req.param("id");
     const now = c.var.deps.now();
-    if (!isId("ses", id) || !(await revokeSession(c.var.deps.db, id, now))) throw new AppError("session_not_found");
+    if (!isId("ses", id) || !(await revokeSession(c.var.deps.db, id, now)))
+      throw new AppError("session_not_found");
     return c.json({ sessionId: id, revokedAt: new Date(now).toISOString() });
   });

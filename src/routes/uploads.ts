@@ -10,10 +10,20 @@ export const uploads = new Hono<AppEnv>()
   .use(requireCaller("session"))
   .post("/", async (c) => {
     const body = await readJson(c, declareUploadBody);
-    const result = await declareUpload(c.var.deps, sessionOf(c.var.caller), body, new URL(c.req.url).origin);
+    const result = await declareUpload(
+      c.var.deps,
+      sessionOf(c.var.caller),
+      body,
+      new URL(c.req.url).origin,
+    );
     return c.json(result, result.status === "missing" ? 200 : 201);
   })
   .post("/:id/complete", async (c) => {
-    const file = await completeUpload(c.var.deps, sessionOf(c.var.caller), c.req.param("id"), new URL(c.req.url).origin);
+    const file = await completeUpload(
+      c.var.deps,
+      sessionOf(c.var.caller),
+      c.req.param("id"),
+      new URL(c.req.url).origin,
+    );
     return c.json(file, 201);
   });

@@ -28,7 +28,11 @@ export async function completeUpload(
   if (upload.status === "rejected") throw new AppError("upload_rejected");
 
   const head = await store.head(upload.storedKey);
-  if (!head) throw new AppError("upload_not_uploaded", "nothing was uploaded for this upload yet: PUT the bytes first");
+  if (!head)
+    throw new AppError(
+      "upload_not_uploaded",
+      "nothing was uploaded for this upload yet: PUT the bytes first",
+    );
   if (head.size !== upload.storedSize) {
     await reject(deps, upload);
     throw new AppError("content_mismatch", "stored size differs from the declared storedSize");
@@ -37,7 +41,10 @@ export async function completeUpload(
     const original = await digestOriginal(store, upload);
     if (!original || original.size !== upload.size || original.sha256Hex !== upload.sha256) {
       await reject(deps, upload);
-      throw new AppError("content_mismatch", "the uploaded gzip does not inflate to the declared size and sha256");
+      throw new AppError(
+        "content_mismatch",
+        "the uploaded gzip does not inflate to the declared size and sha256",
+      );
     }
   }
 
@@ -73,7 +80,18 @@ export async function completeUpload(
          SELECT ?, ?, ?, ?, ?, ?, 0, ?, ?
          WHERE EXISTS (SELECT 1 FROM uploads WHERE id = ? AND file_id = ?)`,
       )
-      .bind(file.id, file.sessionId, file.name, file.size, file.sha256, file.contentType, now, expiresAt, upload.id, file.id),
+      .bind(
+        file.id,
+        file.sessionId,
+        file.name,
+        file.size,
+        file.sha256,
+        file.contentType,
+        now,
+        expiresAt,
+        upload.id,
+        file.id,
+      ),
   ]);
   if (blob.storedKey !== upload.storedKey) await deleteIfUnused(deps, upload);
   const completed = await findUpload(db, upload.id);
@@ -94,5 +112,6 @@ async function reject(deps: Deps, upload: Upload): Promise<void> {
 }
 
 async function deleteIfUnused(deps: Deps, upload: Upload): Promise<void> {
-  if (!(await isStoredKeyInUse(deps.db, upload.storedKey, upload.id))) await deps.store.delete(upload.storedKey);
+  if (!(await isStoredKeyInUse(deps.db, upload.storedKey, upload.id)))
+    await deps.store.delete(upload.storedKey);
 }

@@ -23,7 +23,8 @@ export const declareUploadBody = z
   })
   .strict()
   .refine(
-    (b) => [b.encoding, b.storedSize, b.storedSha256].every((v) => v === undefined) ||
+    (b) =>
+      [b.encoding, b.storedSize, b.storedSha256].every((v) => v === undefined) ||
       [b.encoding, b.storedSize, b.storedSha256].every((v) => v !== undefined),
     "encoding, storedSize and storedSha256 go together",
   )
@@ -58,17 +59,24 @@ export async function declareUpload(
   const { config, db } = deps;
   const now = deps.now();
   if (body.size > config.maxFileBytes) {
-    throw new AppError("file_too_large", `file is ${body.size} bytes; this relay accepts at most ${config.maxFileBytes}`);
+    throw new AppError(
+      "file_too_large",
+      `file is ${body.size} bytes; this relay accepts at most ${config.maxFileBytes}`,
+    );
   }
   if (body.size > session.quotaBytes) {
-    throw new AppError("quota_exceeded", `file is ${body.size} bytes; the session quota is ${session.quotaBytes}`);
+    throw new AppError(
+      "quota_exceeded",
+      `file is ${body.size} bytes; the session quota is ${session.quotaBytes}`,
+    );
   }
   const contentType = body.contentType ?? "application/octet-stream";
   const expiresAt = now + config.fileTtlSeconds * 1000;
 
   const blob = await findLiveBlob(db, body.sha256, now);
   if (blob) {
-    if (blob.size !== body.size) throw new AppError("invalid_request", "size does not match the content with this sha256");
+    if (blob.size !== body.size)
+      throw new AppError("invalid_request", "size does not match the content with this sha256");
     // The blob must outlive the new file; pushed out before the file exists.
     await extendBlob(db, blob.sha256, expiresAt);
     const file: FileRow = {
@@ -82,11 +90,16 @@ export async function declareUpload(
       createdAt: now,
       expiresAt,
     };
-    if (!(await insertFileWithinQuota(db, file, session.quotaBytes, now))) throw quotaExceeded(body.size);
+    if (!(await insertFileWithinQuota(db, file, session.quotaBytes, now)))
+      throw quotaExceeded(body.size);
     return { status: "deduped", file: await toFileRecord(deps, file, origin) };
   }
 
-  if (body.encoding === undefined || body.storedSize === undefined || body.storedSha256 === undefined) {
+  if (
+    body.encoding === undefined ||
+    body.storedSize === undefined ||
+    body.storedSha256 === undefined
+  ) {
     return { status: "missing" };
   }
   if (body.encoding === "gzip" && body.storedSize > maxGzipSize(body.size)) {
@@ -109,7 +122,8 @@ export async function declareUpload(
     expiresAt: now + config.uploadUrlTtlSeconds * 1000,
     fileId: null,
   };
-  if (!(await insertUploadWithinQuota(db, upload, session.quotaBytes))) throw quotaExceeded(body.size);
+  if (!(await insertUploadWithinQuota(db, upload, session.quotaBytes)))
+    throw quotaExceeded(body.size);
   const put = await deps.store.createUploadUrl({
     key: upload.storedKey,
     uploadId: upload.id,
@@ -119,7 +133,12 @@ export async function declareUpload(
     expiresAt: upload.expiresAt,
     relayOrigin: origin,
   });
-  return { status: "upload", uploadId: upload.id, expiresAt: new Date(upload.expiresAt).toISOString(), put };
+  return {
+    status: "upload",
+    uploadId: upload.id,
+    expiresAt: new Date(upload.expiresAt).toISOString(),
+    put,
+  };
 }
 
 function quotaExceeded(size: number): AppError {

@@ -68,7 +68,12 @@ function sliceStream({ offset, length }: ByteRange): TransformStream<Uint8Array,
         if (chunkStart >= end) controller.terminate();
         return;
       }
-      controller.enqueue(chunk.subarray(Math.max(0, offset - chunkStart), Math.min(chunk.byteLength, end - chunkStart)));
+      controller.enqueue(
+        chunk.subarray(
+          Math.max(0, offset - chunkStart),
+          Math.min(chunk.byteLength, end - chunkStart),
+        ),
+      );
     },
   });
 }

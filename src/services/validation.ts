@@ -4,7 +4,11 @@ import { z } from "zod";
 export const sha256Hex = z.string().regex(/^[0-9a-f]{64}$/, "must be 64 lowercase hex characters");
 
 /** A byte count: a whole number from 0 up to what JavaScript counts exactly. */
-export const byteCount = z.number().int("must be a whole number").nonnegative("must not be negative").max(Number.MAX_SAFE_INTEGER);
+export const byteCount = z
+  .number()
+  .int("must be a whole number")
+  .nonnegative("must not be negative")
+  .max(Number.MAX_SAFE_INTEGER);
 
 /**
  * A file name as it will appear to people and on disk: one path component, no
@@ -22,12 +26,18 @@ export const fileName = z
 export const mediaType = z
   .string()
   .max(200)
-  .regex(/^[\w!#$&^.+-]+\/[\w!#$&^.+-]+(\s*;\s*[\w!#$&^.+-]+=("[^"\r\n]*"|[\w!#$&^.+-]+))*$/, "must be a MIME type");
+  .regex(
+    /^[\w!#$&^.+-]+\/[\w!#$&^.+-]+(\s*;\s*[\w!#$&^.+-]+=("[^"\r\n]*"|[\w!#$&^.+-]+))*$/,
+    "must be a MIME type",
+  );
 
 /** `telegram:<chatId>`, `discord:<channelId>` or `slack:<channelId>`. */
 export const destination = z
   .string()
-  .regex(/^(telegram:-?\d{1,20}|discord:\d{1,25}|slack:[A-Z0-9]{1,30})$/, "must be telegram:<chatId>, discord:<channelId> or slack:<channelId>");
+  .regex(
+    /^(telegram:-?\d{1,20}|discord:\d{1,25}|slack:[A-Z0-9]{1,30})$/,
+    "must be telegram:<chatId>, discord:<channelId> or slack:<channelId>",
+  );
 
 /** C0 and C1 control characters, NUL and DEL included. */
 function hasControlCharacter(text: string): boolean {

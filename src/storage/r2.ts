@@ -9,7 +9,11 @@ import {
 } from "./blob-store";
 
 /** Makes the relay's own signed URL for an upload it will receive. */
-export type RelayUploadUrlSigner = (origin: string, uploadId: string, expiresAt: number) => Promise<string>;
+export type RelayUploadUrlSigner = (
+  origin: string,
+  uploadId: string,
+  expiresAt: number,
+) => Promise<string>;
 
 /**
  * R2 through the Worker binding. Clients cannot reach the binding, so uploads go
@@ -39,13 +43,20 @@ export class R2BlobStore implements BlobStore {
     return this.put(key, body, expected);
   }
 
-  async put(key: string, body: ReadableStream | Uint8Array, expected: ExpectedContent): Promise<void> {
+  async put(
+    key: string,
+    body: ReadableStream | Uint8Array,
+    expected: ExpectedContent,
+  ): Promise<void> {
     let written: R2Object;
     try {
       written = await this.bucket.put(key, body, { sha256: expected.sha256Hex });
     } catch (error) {
       if (/checksum|sha-?256|digest/i.test(String(error))) {
-        throw new ContentRejectedError("checksum", "body SHA-256 differs from the declared checksum");
+        throw new ContentRejectedError(
+          "checksum",
+          "body SHA-256 differs from the declared checksum",
+        );
       }
       if (/length|size|bytes/i.test(String(error))) {
         throw new ContentRejectedError("length", "body length differs from the declared size");
@@ -64,7 +75,10 @@ export class R2BlobStore implements BlobStore {
     return object ? { size: object.size } : null;
   }
 
-  async get(key: string, range?: ByteRange): Promise<{ body: ReadableStream; size: number } | null> {
+  async get(
+    key: string,
+    range?: ByteRange,
+  ): Promise<{ body: ReadableStream; size: number } | null> {
     const object = await this.bucket.get(key, range ? { range } : undefined);
     if (!object) return null;
     return { body: object.body, size: object.size };

@@ -15,15 +15,29 @@ export class S3Http {
   private readonly endpoint: URL;
 
   constructor(private readonly config: S3Config) {
-    const credentials = { accessKeyId: config.accessKeyId, secretAccessKey: config.secretAccessKey };
-    const options = { credentials, region: config.region, sha256: Sha256, service: "s3", uriEscapePath: false };
+    const credentials = {
+      accessKeyId: config.accessKeyId,
+      secretAccessKey: config.secretAccessKey,
+    };
+    const options = {
+      credentials,
+      region: config.region,
+      sha256: Sha256,
+      service: "s3",
+      uriEscapePath: false,
+    };
     this.signer = new SignatureV4(options);
     this.presigner = new S3RequestPresigner(options);
     this.endpoint = new URL(config.endpoint);
   }
 
   /** A presigned URL whose signature also covers the given headers. */
-  async presign(method: string, key: string, headers: Record<string, string>, expiresIn: number): Promise<string> {
+  async presign(
+    method: string,
+    key: string,
+    headers: Record<string, string>,
+    expiresIn: number,
+  ): Promise<string> {
     const signed = await this.presigner.presign(this.request(method, key, headers), {
       expiresIn,
       signableHeaders: new Set(Object.keys(headers)),
@@ -33,8 +47,16 @@ export class S3Http {
   }
 
   /** Sends a header-signed request; the body is not hashed (UNSIGNED-PAYLOAD). */
-  async send(method: string, key: string, headers: Record<string, string> = {}, body?: BodyInit | null): Promise<Response> {
-    const request = this.request(method, key, { ...headers, "x-amz-content-sha256": "UNSIGNED-PAYLOAD" });
+  async send(
+    method: string,
+    key: string,
+    headers: Record<string, string> = {},
+    body?: BodyInit | null,
+  ): Promise<Response> {
+    const request = this.request(method, key, {
+      ...headers,
+      "x-amz-content-sha256": "UNSIGNED-PAYLOAD",
+    });
     const signed = await this.signer.sign(request);
     const outgoing = new Headers();
     for (const [name, value] of Object.entries(signed.headers)) {
@@ -58,9 +80,13 @@ export class S3Http {
   }
 
   private urlOf(request: HttpRequest): string {
-    const url = new URL(`${request.protocol}//${request.hostname}${request.port ? `:${request.port}` : ""}${request.path}`);
+    const url = new URL(
+      `${request.protocol}//${request.hostname}${request.port ? `:${request.port}` : ""}${request.path}`,
+    );
     const query = Object.entries(request.query ?? {}).flatMap(([name, value]) =>
-      (Array.isArray(value) ? value : [value]).map((v) => `${encodeRfc3986(name)}=${encodeRfc3986(String(v ?? ""))}`),
+      (Array.isArray(value) ? value : [value]).map(
+        (v) => `${encodeRfc3986(name)}=${encodeRfc3986(String(v ?? ""))}`,
+      ),
     );
     return query.length > 0 ? `${url.href}?${query.join("&")}` : url.href;
   }
@@ -68,7 +94,10 @@ export class S3Http {
 
 /** Query encoding as SigV4 canonicalises it, so the URL matches what was signed. */
 function encodeRfc3986(value: string): string {
-  return encodeURIComponent(value).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+  return encodeURIComponent(value).replace(
+    /[!'()*]/g,
+    (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`,
+  );
 }
 
 /** The `<Code>` of an S3 XML error body, without an XML parser. */

@@ -30,15 +30,26 @@ export class S3BlobStore implements BlobStore {
       "x-amz-checksum-sha256": hexToBase64(request.sha256Hex),
     };
     const expiresIn = Math.max(1, Math.floor((request.expiresAt - Date.now()) / 1000));
-    return { method: "PUT", url: await this.http.presign("PUT", request.key, headers, expiresIn), headers };
+    return {
+      method: "PUT",
+      url: await this.http.presign("PUT", request.key, headers, expiresIn),
+      headers,
+    };
   }
 
-  async put(key: string, body: ReadableStream | Uint8Array, expected: ExpectedContent): Promise<void> {
+  async put(
+    key: string,
+    body: ReadableStream | Uint8Array,
+    expected: ExpectedContent,
+  ): Promise<void> {
     const payload = body instanceof Uint8Array ? body : withKnownLength(body, expected.size);
     const response = await this.http.send(
       "PUT",
       key,
-      { "content-length": String(expected.size), "x-amz-checksum-sha256": hexToBase64(expected.sha256Hex) },
+      {
+        "content-length": String(expected.size),
+        "x-amz-checksum-sha256": hexToBase64(expected.sha256Hex),
+      },
       payload,
     );
     if (response.ok) return;
@@ -59,26 +70,35 @@ export class S3BlobStore implements BlobStore {
     return { size: Number(response.headers.get("content-length") ?? 0) };
   }
 
-  async get(key: string, range?: ByteRange): Promise<{ body: ReadableStream; size: number } | null> {
+  async get(
+    key: string,
+    range?: ByteRange,
+  ): Promise<{ body: ReadableStream; size: number } | null> {
     if (range && range.length === 0) {
       const head = await this.head(key);
       return head ? { body: new Blob([]).stream(), size: head.size } : null;
     }
-    const headers: Record<string, string> = range ? { range: `bytes=${range.offset}-${range.offset + range.length - 1}` } : {};
+    const headers: Record<string, string> = range
+      ? { range: `bytes=${range.offset}-${range.offset + range.length - 1}` }
+      : {};
     const response = await this.http.send("GET", key, headers);
     if (response.status === 404) {
       await response.body?.cancel();
       return null;
     }
-    if (!response.ok || !response.body) throw new Error(`S3 GET ${key} failed: ${response.status} ${await s3ErrorCode(response)}`);
+    if (!response.ok || !response.body)
+      throw new Error(`S3 GET ${key} failed: ${response.status} ${await s3ErrorCode(response)}`);
     const total = response.headers.get("content-range")?.split("/")[1];
-    const size = Number(total && total !== "*" ? total : (response.headers.get("content-length") ?? 0));
+    const size = Number(
+      total && total !== "*" ? total : (response.headers.get("content-length") ?? 0),
+    );
     return { body: response.body, size };
   }
 
   async delete(key: string): Promise<void> {
     const response = await this.http.send("DELETE", key);
-    if (!response.ok && response.status !== 404) throw new Error(`S3 DELETE ${key} failed: ${response.status}`);
+    if (!response.ok && response.status !== 404)
+      throw new Error(`S3 DELETE ${key} failed: ${response.status}`);
   }
 }
 

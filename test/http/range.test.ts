@@ -24,6 +24,8 @@ describe("parseRange", () => {
 describe("contentDisposition", () => {
   it("never lets a name break out of the header", () => {
     const header = contentDisposition('x"; filename=evil.exe; a="\\');
-    expect(header).toBe(`attachment; filename="x_; filename=evil.exe; a=__"; filename*=UTF-8''x%22%3B%20filename%3Devil.exe%3B%20a%3D%22%5C`);
+    expect(header).toBe(
+      `attachment; filename="x_; filename=evil.exe; a=__"; filename*=UTF-8''x%22%3B%20filename%3Devil.exe%3B%20a%3D%22%5C`,
+    );
   });
 });

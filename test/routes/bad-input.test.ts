@@ -25,7 +25,11 @@ describe("POST /v1/uploads refuses bad input before any byte moves", () => {
 
   it("returns 415 for a body that is not JSON", async () => {
     const { token } = await client.mintSession();
-    const response = await client.call("POST", "/v1/uploads", { token, body: "name=x", headers: { "content-type": "text/plain" } });
+    const response = await client.call("POST", "/v1/uploads", {
+      token,
+      body: "name=x",
+      headers: { "content-type": "text/plain" },
+    });
     expect(await errorOf(response)).toMatchObject({ status: 415, code: "unsupported_media_type" });
   });
 
@@ -43,9 +47,17 @@ describe("POST /v1/uploads refuses bad input before any byte moves", () => {
     ["a name with a newline", { ...valid, name: "a\r\nX-Evil: 1" }, "name"],
     ["an empty name", { ...valid, name: "" }, "name"],
     ["a 256-byte name", { ...valid, name: "é".repeat(128) }, "name"],
-    ["an unknown encoding", { ...valid, encoding: "br", storedSize: 10, storedSha256: sha }, "encoding"],
+    [
+      "an unknown encoding",
+      { ...valid, encoding: "br", storedSize: 10, storedSha256: sha },
+      "encoding",
+    ],
     ["half the stored fields", { ...valid, encoding: "gzip" }, "go together"],
-    ["identity with a different stored hash", { ...valid, encoding: "identity", storedSize: 10, storedSha256: "b".repeat(64) }, "identity"],
+    [
+      "identity with a different stored hash",
+      { ...valid, encoding: "identity", storedSize: 10, storedSha256: "b".repeat(64) },
+      "identity",
+    ],
     ["a content type with CRLF", { ...valid, contentType: "text/plain\r\nX: y" }, "contentType"],
     ["an unknown field", { ...valid, path: "/etc" }, "path"],
   ])("returns 400 invalid_request for %s", async (_, body, hint) => {
@@ -58,8 +70,16 @@ describe("POST /v1/uploads refuses bad input before any byte moves", () => {
   it("returns 413 file_too_large over MAX_FILE_BYTES and stores nothing", async () => {
     const { token } = await client.mintSession();
     const before = await listStored();
-    const body = { ...valid, size: 1_000_001, encoding: "identity", storedSize: 1_000_001, storedSha256: sha };
-    expect(await errorOf(await client.call("POST", "/v1/uploads", { token, json: body }))).toMatchObject({
+    const body = {
+      ...valid,
+      size: 1_000_001,
+      encoding: "identity",
+      storedSize: 1_000_001,
+      storedSha256: sha,
+    };
+    expect(
+      await errorOf(await client.call("POST", "/v1/uploads", { token, json: body })),
+    ).toMatchObject({
       status: 413,
       code: "file_too_large",
     });
@@ -67,28 +87,40 @@ describe("POST /v1/uploads refuses bad input before any byte moves", () => {
   });
 
   it("returns 401 for a request without a token", async () => {
-    expect(await errorOf(await client.call("POST", "/v1/uploads", { json: valid }))).toMatchObject({ status: 401, code: "unauthorized" });
+    expect(await errorOf(await client.call("POST", "/v1/uploads", { json: valid }))).toMatchObject({
+      status: 401,
+      code: "unauthorized",
+    });
   });
 
   it("returns 403 when the operator tries to upload as a sandbox", async () => {
-    const response = await client.call("POST", "/v1/uploads", { token: "test-admin-token", json: valid });
+    const response = await client.call("POST", "/v1/uploads", {
+      token: "test-admin-token",
+      json: valid,
+    });
     expect(await errorOf(response)).toMatchObject({ status: 403, code: "forbidden" });
   });
 });
 
 describe("relay-signed upload URLs", () => {
   it("refuse an unsigned or re-signed PUT with 403", async () => {
-    const response = await client.fetch("http://relay.test/v1/blob-uploads/upl_AAAAAAAAAAAAAAAAAAAAAA?exp=9999999999&sig=abc", {
-      method: "PUT",
-      body: "x",
-    });
+    const response = await client.fetch(
+      "http://relay.test/v1/blob-uploads/upl_AAAAAAAAAAAAAAAAAAAAAA?exp=9999999999&sig=abc",
+      {
+        method: "PUT",
+        body: "x",
+      },
+    );
     expect(await errorOf(response)).toMatchObject({ status: 403, code: "forbidden" });
   });
 });
 
 describe("unknown routes and errors", () => {
   it("answers 404 not_found as JSON", async () => {
-    expect(await errorOf(await client.call("GET", "/nope"))).toMatchObject({ status: 404, code: "not_found" });
+    expect(await errorOf(await client.call("GET", "/nope"))).toMatchObject({
+      status: 404,
+      code: "not_found",
+    });
   });
 
   it("reports a misconfigured relay as 500 misconfigured, naming the setting", async () => {

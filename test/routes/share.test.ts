@@ -23,14 +23,18 @@ describe("GET /d/:token", () => {
     expect(response.headers.get("etag")).toBe(`"${file.sha256}"`);
     expect(response.headers.get("accept-ranges")).toBe("bytes");
     expect(response.headers.get("x-content-type-options")).toBe("nosniff");
-    expect(response.headers.get("content-disposition")).toBe(`attachment; filename="report.pdf"; filename*=UTF-8''report.pdf`);
+    expect(response.headers.get("content-disposition")).toBe(
+      `attachment; filename="report.pdf"; filename*=UTF-8''report.pdf`,
+    );
     expect(await sha256Hex(await response.arrayBuffer())).toBe(await sha256Hex(bytes));
   });
 
   it("names non-ASCII files with RFC 6266 filename* and an ASCII fallback", async () => {
     const file = await sent(randomBytes(10), 'résumé "final" ✓.txt');
     const header = (await client.fetch(file.url)).headers.get("content-disposition");
-    expect(header).toBe(`attachment; filename="r_sum_ _final_ _.txt"; filename*=UTF-8''r%C3%A9sum%C3%A9%20%22final%22%20%E2%9C%93.txt`);
+    expect(header).toBe(
+      `attachment; filename="r_sum_ _final_ _.txt"; filename*=UTF-8''r%C3%A9sum%C3%A9%20%22final%22%20%E2%9C%93.txt`,
+    );
   });
 
   for (const encoding of ["identity", "gzip"] as const) {
@@ -45,9 +49,13 @@ describe("GET /d/:token", () => {
       ] as const) {
         const response = await client.fetch(file.url, { headers: { range: header } });
         expect(response.status).toBe(206);
-        expect(response.headers.get("content-range")).toBe(`bytes ${start}-${end}/${bytes.byteLength}`);
+        expect(response.headers.get("content-range")).toBe(
+          `bytes ${start}-${end}/${bytes.byteLength}`,
+        );
         expect(response.headers.get("content-length")).toBe(String(end - start + 1));
-        expect(new Uint8Array(await response.arrayBuffer())).toEqual(bytes.subarray(start, end + 1));
+        expect(new Uint8Array(await response.arrayBuffer())).toEqual(
+          bytes.subarray(start, end + 1),
+        );
       }
     });
   }
@@ -65,7 +73,9 @@ describe("GET /d/:token", () => {
     expect(head.status).toBe(200);
     expect(head.headers.get("content-length")).toBe("1234");
     expect((await head.arrayBuffer()).byteLength).toBe(0);
-    const cached = await client.fetch(file.url, { headers: { "if-none-match": `"${file.sha256}"` } });
+    const cached = await client.fetch(file.url, {
+      headers: { "if-none-match": `"${file.sha256}"` },
+    });
     expect(cached.status).toBe(304);
   });
 
@@ -73,15 +83,25 @@ describe("GET /d/:token", () => {
     const file = await sent(randomBytes(10), "a.bin");
     const token = file.url.split("/d/")[1]!;
     const [id, exp, sig] = token.split(".");
-    for (const forged of [`${id}.${Number(exp) + 1000}.${sig}`, `${id}.${exp}.${sig!.replace(/^./, (c) => (c === "A" ? "B" : "A"))}`, "garbage"]) {
-      expect(await errorOf(await client.fetch(`${ORIGIN}/d/${forged}`))).toMatchObject({ status: 403, code: "invalid_link" });
+    for (const forged of [
+      `${id}.${Number(exp) + 1000}.${sig}`,
+      `${id}.${exp}.${sig!.replace(/^./, (c) => (c === "A" ? "B" : "A"))}`,
+      "garbage",
+    ]) {
+      expect(await errorOf(await client.fetch(`${ORIGIN}/d/${forged}`))).toMatchObject({
+        status: 403,
+        code: "invalid_link",
+      });
     }
   });
 
   it("refuses an expired link with 410 link_expired", async () => {
     const file = await sent(randomBytes(10), "old.bin");
     const expired = await createShareToken(signingKey, file.fileId, Date.now() - 1000);
-    expect(await errorOf(await client.fetch(`${ORIGIN}/d/${expired}`))).toMatchObject({ status: 410, code: "link_expired" });
+    expect(await errorOf(await client.fetch(`${ORIGIN}/d/${expired}`))).toMatchObject({
+      status: 410,
+      code: "link_expired",
+    });
   });
 
   it("gives links that expire with LINK_TTL_SECONDS, never after the file", async () => {
@@ -96,7 +116,9 @@ describe("GET /d/:token", () => {
   it("lets the operator read any file's content", async () => {
     const bytes = randomBytes(500);
     const file = await sent(bytes, "op.bin");
-    const response = await client.call("GET", `/v1/files/${file.fileId}/content`, { token: ADMIN_TOKEN });
+    const response = await client.call("GET", `/v1/files/${file.fileId}/content`, {
+      token: ADMIN_TOKEN,
+    });
     expect(await sha256Hex(await response.arrayBuffer())).toBe(await sha256Hex(bytes));
   });
 });

@@ -4,7 +4,14 @@ import { blobKey, createBlobStore } from "../../src/storage";
 import { backends } from "../support/backends";
 import { gzip, logText, randomBytes, sha256Hex } from "../support/bytes";
 import { errorOf, RelayClient } from "../support/relay-client";
-import { complete, declare, describe as describeBytes, putBytes, upload, type UploadAnswer } from "../support/send";
+import {
+  complete,
+  declare,
+  describe as describeBytes,
+  putBytes,
+  upload,
+  type UploadAnswer,
+} from "../support/send";
 
 async function contentOf(client: RelayClient, url: string): Promise<Uint8Array> {
   const response = await client.fetch(url);
@@ -21,36 +28,49 @@ for (const backend of backends()) {
       ["random binary", randomBytes(1024 * 1024 + 7), "identity"],
       ["log text, gzipped", logText(20_000), "gzip"],
       ["an empty file", new Uint8Array(0), "identity"],
-    ] as const)("round-trips %s byte-exact through the share link and the content route", async (_, bytes, encoding) => {
-      const { token } = await client.mintSession();
-      const file = await upload(client, token, bytes, "data.bin", encoding);
-      expect(file.size).toBe(bytes.byteLength);
-      expect(file.sha256).toBe(await sha256Hex(bytes));
-      expect(await sha256Hex(await contentOf(client, file.url))).toBe(file.sha256);
-      const content = await client.call("GET", `/v1/files/${file.fileId}/content`, { token });
-      expect(content.headers.get("content-length")).toBe(String(bytes.byteLength));
-      expect(await sha256Hex(await content.arrayBuffer())).toBe(file.sha256);
-    });
+    ] as const)(
+      "round-trips %s byte-exact through the share link and the content route",
+      async (_, bytes, encoding) => {
+        const { token } = await client.mintSession();
+        const file = await upload(client, token, bytes, "data.bin", encoding);
+        expect(file.size).toBe(bytes.byteLength);
+        expect(file.sha256).toBe(await sha256Hex(bytes));
+        expect(await sha256Hex(await contentOf(client, file.url))).toBe(file.sha256);
+        const content = await client.call("GET", `/v1/files/${file.fileId}/content`, { token });
+        expect(content.headers.get("content-length")).toBe(String(bytes.byteLength));
+        expect(await sha256Hex(await content.arrayBuffer())).toBe(file.sha256);
+      },
+    );
 
     it("dedups a re-send: the probe alone returns a file, 0 bytes uploaded", async () => {
       const bytes = randomBytes(300_000);
       const first = await client.mintSession();
       await upload(client, first.token, bytes, "a.bin");
       const second = await client.mintSession();
-      const probe = await declare(client, second.token, { name: "b.bin", size: bytes.byteLength, sha256: await sha256Hex(bytes) });
+      const probe = await declare(client, second.token, {
+        name: "b.bin",
+        size: bytes.byteLength,
+        sha256: await sha256Hex(bytes),
+      });
       expect(probe.status).toBe(201);
       const answer = (await probe.json()) as UploadAnswer;
       expect(answer.status).toBe("deduped");
       if (answer.status !== "deduped") return;
       expect(answer.file.name).toBe("b.bin");
       expect(answer.file.deduped).toBe(true);
-      expect(await sha256Hex(await contentOf(client, answer.file.url))).toBe(await sha256Hex(bytes));
+      expect(await sha256Hex(await contentOf(client, answer.file.url))).toBe(
+        await sha256Hex(bytes),
+      );
     });
 
     it("answers a probe for unknown content with status missing", async () => {
       const { token } = await client.mintSession();
       const bytes = randomBytes(1000);
-      const response = await declare(client, token, { name: "x", size: 1000, sha256: await sha256Hex(bytes) });
+      const response = await declare(client, token, {
+        name: "x",
+        size: 1000,
+        sha256: await sha256Hex(bytes),
+      });
       expect(response.status).toBe(200);
       expect(await response.json()).toEqual({ status: "missing" });
     });
@@ -61,7 +81,11 @@ for (const backend of backends()) {
       const { token } = await client.mintSession();
       const { declared: honest } = await describeBytes(victim, "victim.log", "gzip");
       const evilStored = await gzip(evil);
-      const lie = { ...honest, storedSize: evilStored.byteLength, storedSha256: await sha256Hex(evilStored) };
+      const lie = {
+        ...honest,
+        storedSize: evilStored.byteLength,
+        storedSha256: await sha256Hex(evilStored),
+      };
       const answer = (await (await declare(client, token, lie)).json()) as UploadAnswer;
       if (answer.status !== "upload") throw new Error("expected upload instructions");
       expect((await putBytes(client, answer.put, evilStored)).ok).toBe(true);
@@ -69,7 +93,11 @@ for (const backend of backends()) {
       expect(await errorOf(refused)).toMatchObject({ status: 422, code: "content_mismatch" });
       expect(await store.head(blobKey(lie.storedSha256))).toBeNull();
       const other = await client.mintSession();
-      const probe = await declare(client, other.token, { name: "v.log", size: victim.byteLength, sha256: honest.sha256 });
+      const probe = await declare(client, other.token, {
+        name: "v.log",
+        size: victim.byteLength,
+        sha256: honest.sha256,
+      });
       expect(await probe.json()).toEqual({ status: "missing" });
       const again = await complete(client, token, answer.uploadId);
       expect(await errorOf(again)).toMatchObject({ status: 409, code: "upload_rejected" });
@@ -85,7 +113,10 @@ for (const backend of backends()) {
       const put = await putBytes(client, answer.put, other);
       expect(put.status).toBe(400);
       expect(await store.head(blobKey(declared.storedSha256))).toBeNull();
-      expect(await errorOf(await complete(client, token, answer.uploadId))).toMatchObject({ status: 409, code: "upload_not_uploaded" });
+      expect(await errorOf(await complete(client, token, answer.uploadId))).toMatchObject({
+        status: 409,
+        code: "upload_not_uploaded",
+      });
     });
 
     it("refuses a complete before any upload with 409 upload_not_uploaded", async () => {
@@ -106,7 +137,9 @@ for (const backend of backends()) {
       const answer = (await (await declare(client, token, declared)).json()) as UploadAnswer;
       if (answer.status !== "upload") throw new Error("expected upload instructions");
       await putBytes(client, answer.put, stored);
-      const first = (await (await complete(client, token, answer.uploadId)).json()) as { fileId: string };
+      const first = (await (await complete(client, token, answer.uploadId)).json()) as {
+        fileId: string;
+      };
       const second = await complete(client, token, answer.uploadId);
       expect(second.status).toBe(201);
       expect(((await second.json()) as { fileId: string }).fileId).toBe(first.fileId);

@@ -20,7 +20,10 @@ export function blobStoreContract(name: string, makeStore: () => BlobStore): voi
       const store = makeStore();
       const bytes = randomBytes(100_003);
       const k = key();
-      await store.put(k, streamOf(bytes), { size: bytes.byteLength, sha256Hex: await sha256Hex(bytes) });
+      await store.put(k, streamOf(bytes), {
+        size: bytes.byteLength,
+        sha256Hex: await sha256Hex(bytes),
+      });
       expect(await store.head(k)).toEqual({ size: bytes.byteLength });
       const whole = await store.get(k);
       expect(whole?.size).toBe(bytes.byteLength);
@@ -34,7 +37,9 @@ export function blobStoreContract(name: string, makeStore: () => BlobStore): voi
       const k = key();
       const bytes = randomBytes(5000);
       const wrong = await sha256Hex(randomBytes(5000));
-      await expect(store.put(k, streamOf(bytes), { size: 5000, sha256Hex: wrong })).rejects.toBeInstanceOf(ContentRejectedError);
+      await expect(
+        store.put(k, streamOf(bytes), { size: 5000, sha256Hex: wrong }),
+      ).rejects.toBeInstanceOf(ContentRejectedError);
       expect(await store.head(k)).toBeNull();
     });
 
@@ -72,7 +77,10 @@ export function blobStoreContract(name: string, makeStore: () => BlobStore): voi
         relayOrigin: "http://relay.test",
       });
       expect(put.method).toBe("PUT");
-      expect(put.headers).toMatchObject({ "content-length": "2048", "x-amz-checksum-sha256": hexToBase64(sha) });
+      expect(put.headers).toMatchObject({
+        "content-length": "2048",
+        "x-amz-checksum-sha256": hexToBase64(sha),
+      });
     });
 
     if (makeStore().receiveUpload) {
@@ -81,10 +89,16 @@ export function blobStoreContract(name: string, makeStore: () => BlobStore): voi
         const bytes = randomBytes(4096);
         const k = key();
         await expect(
-          store.receiveUpload!(k, streamOf(bytes), { size: 4096, sha256Hex: await sha256Hex(randomBytes(1)) }),
+          store.receiveUpload!(k, streamOf(bytes), {
+            size: 4096,
+            sha256Hex: await sha256Hex(randomBytes(1)),
+          }),
         ).rejects.toBeInstanceOf(ContentRejectedError);
         expect(await store.head(k)).toBeNull();
-        await store.receiveUpload!(k, streamOf(bytes), { size: 4096, sha256Hex: await sha256Hex(bytes) });
+        await store.receiveUpload!(k, streamOf(bytes), {
+          size: 4096,
+          sha256Hex: await sha256Hex(bytes),
+        });
         expect(await store.head(k)).toEqual({ size: 4096 });
       });
     } else {
@@ -102,12 +116,18 @@ export function blobStoreContract(name: string, makeStore: () => BlobStore): voi
           relayOrigin: "http://relay.test",
         });
         const other = randomBytes(4096);
-        expect((await fetch(put.url, { method: "PUT", headers: put.headers, body: other })).status).toBe(400);
+        expect(
+          (await fetch(put.url, { method: "PUT", headers: put.headers, body: other })).status,
+        ).toBe(400);
         expect(await store.head(k)).toBeNull();
         const withoutChecksum = { ...put.headers };
         delete withoutChecksum["x-amz-checksum-sha256"];
-        expect((await fetch(put.url, { method: "PUT", headers: withoutChecksum, body: other })).status).toBe(403);
-        expect((await fetch(put.url, { method: "PUT", headers: put.headers, body: bytes })).status).toBe(200);
+        expect(
+          (await fetch(put.url, { method: "PUT", headers: withoutChecksum, body: other })).status,
+        ).toBe(403);
+        expect(
+          (await fetch(put.url, { method: "PUT", headers: put.headers, body: bytes })).status,
+        ).toBe(200);
         expect(await store.head(k)).toEqual({ size: 4096 });
       });
     }

@@ -21,6 +21,9 @@ export function randomBytes(size: number): Uint8Array {
 /** Compressible text, like a log file; unique per call so tests never share content. */
 export function logText(lines: number): Uint8Array {
   const out: string[] = [`run ${crypto.randomUUID()}`];
-  for (let i = 0; i < lines; i++) out.push(`2026-11-21T12:00:${String(i % 60).padStart(2, "0")}Z INFO worker[${i % 7}] processed item ${i} in ${i % 97} ms`);
+  for (let i = 0; i < lines; i++)
+    out.push(
+      `2026-11-21T12:00:${String(i % 60).padStart(2, "0")}Z INFO worker[${i % 7}] processed item ${i} in ${i % 97} ms`,
+    );
   return new TextEncoder().encode(out.join("\n") + "\n");
 }

@@ -20,7 +20,8 @@ export class RelayClient {
   constructor(readonly env: Bindings) {}
 
   fetch(url: string, init: RequestInit = {}): Promise<Response> {
-    if (url.startsWith(ORIGIN)) return Promise.resolve(app.fetch(new Request(url, init), this.env, createExecutionContext()));
+    if (url.startsWith(ORIGIN))
+      return Promise.resolve(app.fetch(new Request(url, init), this.env, createExecutionContext()));
     return fetch(url, init);
   }
 
@@ -35,15 +36,20 @@ export class RelayClient {
     return this.fetch(`${ORIGIN}${path}`, { method, headers, body });
   }
 
-  async mintSession(body: Record<string, unknown> = {}): Promise<{ sessionId: string; token: string }> {
+  async mintSession(
+    body: Record<string, unknown> = {},
+  ): Promise<{ sessionId: string; token: string }> {
     const response = await this.call("POST", "/v1/sessions", { token: ADMIN_TOKEN, json: body });
-    if (response.status !== 201) throw new Error(`mint failed: ${response.status} ${await response.text()}`);
+    if (response.status !== 201)
+      throw new Error(`mint failed: ${response.status} ${await response.text()}`);
     return response.json();
   }
 }
 
 /** `{ error: { code, message } }` of a refused request, with its status. */
-export async function errorOf(response: Response): Promise<{ status: number; code: string; message: string }> {
+export async function errorOf(
+  response: Response,
+): Promise<{ status: number; code: string; message: string }> {
   const body = (await response.json()) as { error: { code: string; message: string } };
   return { status: response.status, ...body.error };
 }

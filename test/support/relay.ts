@@ -42,13 +42,19 @@ export function freePort(): Promise<number> {
  */
 export async function startRelay(options: RelayOptions = {}): Promise<RunningRelay> {
   const state = await mkdtemp(join(tmpdir(), "airlock-relay-"));
-  const env = { ...process.env, CLOUDFLARE_CF_FETCH_ENABLED: "false", WRANGLER_SEND_METRICS: "false", NO_COLOR: "1" };
+  const env = {
+    ...process.env,
+    CLOUDFLARE_CF_FETCH_ENABLED: "false",
+    WRANGLER_SEND_METRICS: "false",
+    NO_COLOR: "1",
+  };
   const migrate = spawnSync(
     process.execPath,
     [wranglerBin, "d1", "migrations", "apply", "DB", "--local", "--persist-to", state],
     { cwd: root, env, encoding: "utf8" },
   );
-  if (migrate.status !== 0) throw new Error(`migrations failed: ${migrate.stderr || migrate.stdout}`);
+  if (migrate.status !== 0)
+    throw new Error(`migrations failed: ${migrate.stderr || migrate.stdout}`);
 
   const port = await freePort();
   const vars = {
@@ -57,11 +63,25 @@ export async function startRelay(options: RelayOptions = {}): Promise<RunningRel
     STORAGE: options.storage ?? "r2",
     ...options.vars,
   };
-  const args = [wranglerBin, "dev", "--ip", "127.0.0.1", "--port", String(port), "--persist-to", state];
+  const args = [
+    wranglerBin,
+    "dev",
+    "--ip",
+    "127.0.0.1",
+    "--port",
+    String(port),
+    "--persist-to",
+    state,
+  ];
   args.push("--inspector-port", String(await freePort()), "--show-interactive-dev-session=false");
   for (const [key, value] of Object.entries(vars)) args.push("--var", `${key}:${value}`);
   // Its own process group: stopping the group also stops workerd, which holds the port.
-  const child = spawn(process.execPath, args, { cwd: root, env, detached: true, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(process.execPath, args, {
+    cwd: root,
+    env,
+    detached: true,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   let output = "";
   child.stdout?.on("data", (chunk: Buffer) => (output += chunk.toString()));
   child.stderr?.on("data", (chunk: Buffer) => (output += chunk.toString()));
@@ -83,20 +103,29 @@ export async function startRelay(options: RelayOptions = {}): Promise<RunningRel
     async mintSession(body = {}) {
       const response = await fetch(`${url}/v1/sessions`, {
         method: "POST",
-        headers: { authorization: `Bearer ${TEST_ADMIN_TOKEN}`, "content-type": "application/json" },
+        headers: {
+          authorization: `Bearer ${TEST_ADMIN_TOKEN}`,
+          "content-type": "application/json",
+        },
         body: JSON.stringify(body),
       });
-      if (response.status !== 201) throw new Error(`mint failed: ${response.status} ${await response.text()}`);
+      if (response.status !== 201)
+        throw new Error(`mint failed: ${response.status} ${await response.text()}`);
       return (await response.json()) as { sessionId: string; token: string; expiresAt: string };
     },
     stop,
   };
 }
 
-async function waitForHealth(url: string, child: ChildProcess, output: () => string): Promise<void> {
+async function waitForHealth(
+  url: string,
+  child: ChildProcess,
+  output: () => string,
+): Promise<void> {
   const deadline = Date.now() + 90_000;
   while (Date.now() < deadline) {
-    if (child.exitCode !== null) throw new Error(`wrangler dev exited (${child.exitCode}):\n${output()}`);
+    if (child.exitCode !== null)
+      throw new Error(`wrangler dev exited (${child.exitCode}):\n${output()}`);
     try {
       const response = await fetch(`${url}/healthz`);
       if (response.ok) return;

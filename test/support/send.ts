@@ -15,7 +15,11 @@ export interface Declared {
 }
 
 /** Describes `bytes` as the shim would, gzipped or not. */
-export async function describe(bytes: Uint8Array, name: string, encoding: "identity" | "gzip" = "identity") {
+export async function describe(
+  bytes: Uint8Array,
+  name: string,
+  encoding: "identity" | "gzip" = "identity",
+) {
   const stored = encoding === "gzip" ? await gzip(bytes) : bytes;
   const declared: Declared = {
     name,
@@ -33,7 +37,11 @@ export type UploadAnswer =
   | { status: "missing" }
   | { status: "upload"; uploadId: string; expiresAt: string; put: PutInstructions };
 
-export async function declare(client: RelayClient, token: string, body: unknown): Promise<Response> {
+export async function declare(
+  client: RelayClient,
+  token: string,
+  body: unknown,
+): Promise<Response> {
   return client.call("POST", "/v1/uploads", { token, json: body });
 }
 
@@ -44,7 +52,11 @@ export function putBytes(
   bytes: Uint8Array,
   override: Record<string, string> = {},
 ): Promise<Response> {
-  return client.fetch(put.url, { method: "PUT", headers: { ...put.headers, ...override }, body: bytes });
+  return client.fetch(put.url, {
+    method: "PUT",
+    headers: { ...put.headers, ...override },
+    body: bytes,
+  });
 }
 
 export function complete(client: RelayClient, token: string, uploadId: string): Promise<Response> {
