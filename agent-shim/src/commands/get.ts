@@ -1,0 +1,65 @@
+import { parseCommandArgs } from "../args.js";
+import { relayConfig, retryPolicy } from "../config.js";
+import { UsageError } from "../errors.js";
+import { HELP, USAGE } from "../help.js";
+import { download, type DownloadSource } from "../download.js";
+import { note, print } from "../output.js";
+import { RelayClient } from "../relay-client.js";
+
+const OPTIONS = {
+  output: { type: "string", short: "o" },
+  help: { type: "boolean", short: "h" },
+} as const;
+
+/**
+ * `airlock get <fileId|shareUrl> [-o <path>]`: downloads and verifies a file, then prints the
+ * path written (on stderr when the bytes went to stdout).
+ */
+export async function get(args: string[]): Promise<void> {
+  const { values, positionals } = parseCommandArgs(args, OPTIONS, USAGE.get);
+  if (values.help) return print(HELP);
+  const [ref, ...extra] = positionals;
+  if (ref === undefined || extra.length > 0) {
+    throw new UsageError(`get takes exactly one file id or share URL; usage: ${USAGE.get}`);
+  }
+  const policy = retryPolicy();
+  const source = /^https?:\/\//i.test(ref) ? shareSource(ref) : await fileSource(ref, policy);
+  const written = await download(source, values.output, policy);
+  if (written.path === "-") note(`wrote ${written.name} to stdout`);
+  else print(written.path);
+}
+
+/** A share link carries its own authorisation: no token, no AIRLOCK_URL needed. */
+function shareSource(link: string): DownloadSource {
+  let url: URL;
+  try {
+    url = new URL(link);
+  } catch {
+    throw new UsageError(`not a valid share URL: ${link}`);
+  }
+  if (!/\/d\/[^/]+$/.test(url.pathname)) {
+    throw new UsageError(`not a share URL (expected …/d/<token>): ${link}`);
+  }
+  return {
+    url: url.href,
+    headers: {},
+    target: { service: "relay", url: url.origin, action: "download of the shared file" },
+    name: "download",
+  };
+}
+
+async function fileSource(
+  fileId: string,
+  policy: ReturnType<typeof retryPolicy>,
+): Promise<DownloadSource> {
+  const relay = new RelayClient(relayConfig(), policy);
+  const record = await relay.getFile(fileId);
+  const { url, headers } = relay.contentRequest(fileId);
+  return {
+    url,
+    headers,
+    target: { service: "relay", url: relay.url, action: `download of ${record.name}` },
+    name: record.name,
+    sha256: record.sha256,
+  };
+}

@@ -1,0 +1,42 @@
+/** One usage line per command, quoted by usage errors. */
+export const USAGE = {
+  send: "airlock send <path>... [--to <platform:id>]... [--caption <text>] [--json]",
+  get: "airlock get <fileId|shareUrl> [-o <path>]",
+  pull: "airlock pull [--dir <dir>] [--json]",
+  ls: "airlock ls [--json]",
+  global: "airlock <send|get|pull|ls> ... | airlock --help | airlock --version",
+} as const;
+
+/** The whole of `airlock --help`. */
+export const HELP = `airlock: move files between this sandbox and people, through an Airlock relay
+
+Usage
+  ${USAGE.send}
+  ${USAGE.get}
+  ${USAGE.pull}   (not supported yet)
+  ${USAGE.ls}
+  airlock --help | --version
+
+Commands
+  send    upload files (hashed, gzipped where it pays, deduplicated) and print each share URL
+  get     download a file by id or share URL, verifying its SHA-256, and print the path written
+  ls      list this session's files
+  pull    fetch files people sent to this sandbox (not supported yet)
+
+Options
+  --to <platform:id>   deliver to a chat, e.g. telegram:12345 (not supported yet)
+  --caption <text>     caption for --to deliveries
+  --json               one JSON object per file per line on stdout
+  -o, --output <path>  where get writes: a file, a directory, or - for stdout
+                       (default: the file's name in the current directory, never overwritten)
+  -h, --help           show this help
+  -v, --version        show the version
+
+Environment
+  AIRLOCK_URL            the relay's base URL, e.g. https://airlock.example.com
+  AIRLOCK_TOKEN          this sandbox's session token
+  AIRLOCK_RETRIES        attempts per request before giving up (default 5)
+  AIRLOCK_RETRY_BASE_MS  first retry delay in milliseconds, doubled each time (default 250)
+  AIRLOCK_GZIP_LEVEL     gzip level 1-9 used when compressing pays (default 1)
+
+Exit status: 0 success, 1 failure, 2 usage or configuration error.`;

@@ -1,0 +1,105 @@
+import * as http from "node:http";
+import * as https from "node:https";
+import type { Readable } from "node:stream";
+import { NetworkError } from "./errors.js";
+import { USER_AGENT } from "./version.js";
+
+/** A socket idle this long (no bytes either way) is given up as timed out. */
+const IDLE_TIMEOUT_MS = 60_000;
+/** The most of an error body the shim reads to explain a refusal. */
+const MAX_TEXT_BYTES = 64 * 1024;
+
+/** One HTTP request. `body` is a buffer, or a stream whose length is in the headers. */
+export interface HttpRequest {
+  method: string;
+  url: string;
+  headers?: Record<string, string>;
+  body?: Buffer | Readable;
+}
+
+/**
+ * Sends a request over node:http/https (not fetch, so that Content-Length and streaming stay in
+ * our hands) and resolves with the response once its head arrives. Connection failures reject with
+ * a `NetworkError`; a failing body stream rejects with its own error.
+ */
+export function request(req: HttpRequest): Promise<http.IncomingMessage> {
+  const url = new URL(req.url);
+  const client = url.protocol === "https:" ? https : http;
+  const headers = { "user-agent": USER_AGENT, ...req.headers };
+  return new Promise((resolve, reject) => {
+    let settled = false;
+    const settle = (fn: () => void) => {
+      if (!settled) {
+        settled = true;
+        fn();
+      }
+    };
+    const out = client.request(url, { method: req.method, headers, timeout: IDLE_TIMEOUT_MS });
+    out.on("timeout", () =>
+      out.destroy(Object.assign(new Error("timed out"), { code: "ETIMEDOUT" })),
+    );
+    out.on("error", (err) => settle(() => reject(new NetworkError(err))));
+    // The idle timeout keeps watching the socket while the caller reads the response.
+    out.on("response", (res) => settle(() => resolve(res)));
+
+    const body = req.body;
+    if (body === undefined || Buffer.isBuffer(body)) {
+      out.end(body);
+      return;
+    }
+    // The body's own failure (a file changed or unreadable) wins over the socket error it causes.
+    body.on("error", (err) => {
+      settle(() => reject(err));
+      out.destroy();
+    });
+    out.on("error", () => body.destroy());
+    body.pipe(out);
+  });
+}
+
+/** Reads a (small) response body as text, keeping at most the first 64 KiB. */
+export async function readText(res: http.IncomingMessage): Promise<string> {
+  const chunks: Buffer[] = [];
+  let kept = 0;
+  try {
+    for await (const chunk of res as AsyncIterable<Buffer>) {
+      if (kept < MAX_TEXT_BYTES) {
+        chunks.push(chunk);
+        kept += chunk.length;
+      }
+    }
+  } catch (err) {
+    throw new NetworkError(err);
+  }
+  return Buffer.concat(chunks).toString("utf8").slice(0, MAX_TEXT_BYTES);
+}
+
+/**
+ * Explains an error response in one phrase: the relay's `{ error: { code, message } }`, S3's XML
+ * `<Code>`/`<Message>`, or the bare status.
+ */
+export function describeErrorBody(status: number, text: string): string {
+  try {
+    const parsed = JSON.parse(text) as { error?: { code?: unknown; message?: unknown } };
+    const { code, message } = parsed.error ?? {};
+    if (typeof code === "string") return typeof message === "string" ? `${code}: ${message}` : code;
+  } catch {
+    // Not JSON: try S3's XML below.
+  }
+  const code = /<Code>([^<]*)<\/Code>/.exec(text)?.[1];
+  const message = /<Message>([^<]*)<\/Message>/.exec(text)?.[1];
+  if (code) return message ? `${code}: ${message}` : code;
+  return `HTTP ${status} ${http.STATUS_CODES[status] ?? ""}`.trim();
+}
+
+/** The delay a `Retry-After` header asks for, when it gives seconds. */
+export function retryAfterMs(res: http.IncomingMessage): number | undefined {
+  const header = res.headers["retry-after"];
+  const seconds = header === undefined ? NaN : Number(header);
+  return Number.isFinite(seconds) && seconds >= 0 ? seconds * 1000 : undefined;
+}
+
+/** Whether a status is worth another try: rate-limited or a server-side failure. */
+export function isRetryableStatus(status: number): boolean {
+  return status === 429 || status >= 500;
+}

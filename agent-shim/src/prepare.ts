@@ -1,0 +1,129 @@
+import { createReadStream, createWriteStream, type ReadStream } from "node:fs";
+import { tmpdir } from "node:os";
+import { pipeline } from "node:stream/promises";
+import { createGzip, gzipSync } from "node:zlib";
+import { DigestStream } from "./digest.js";
+import { CliError, fsError } from "./errors.js";
+import { sniff, type Sniffed } from "./sniff.js";
+import { releaseTemp, tempPath } from "./temp-files.js";
+
+/** How much of the start of a file is kept to sniff its type and try gzip on. */
+export const SAMPLE_BYTES = 64 * 1024;
+/** Files smaller than this are sent as they are: gzip cannot save a round trip's worth. */
+export const MIN_GZIP_BYTES = 1024;
+/** gzip must shrink the sample by at least this fraction to be worth a second pass. */
+export const MIN_GZIP_SAVING = 0.1;
+
+/** What one streaming pass over a file learns. */
+export interface Inspection extends Sniffed {
+  size: number;
+  sha256: string;
+  /** The first `SAMPLE_BYTES` (or fewer) bytes. */
+  sample: Buffer;
+}
+
+/** The bytes to upload: the file itself (identity) or a gzipped temp copy. */
+export interface StoredBytes {
+  encoding: "identity" | "gzip";
+  path: string;
+  storedSize: number;
+  storedSha256: string;
+  /** Removes the temp copy, if there is one. */
+  dispose(): Promise<void>;
+}
+
+/** Pass 1: SHA-256 and size of the whole file, keeping only a sample, in flat memory. */
+export async function inspect(path: string): Promise<Inspection> {
+  const digest = new DigestStream();
+  const kept: Buffer[] = [];
+  let keptBytes = 0;
+  await readingFile(path, (input) =>
+    pipeline(input, digest, async (chunks: AsyncIterable<Buffer>) => {
+      for await (const chunk of chunks) {
+        if (keptBytes >= SAMPLE_BYTES) continue;
+        const part = chunk.subarray(0, SAMPLE_BYTES - keptBytes);
+        kept.push(part);
+        keptBytes += part.length;
+      }
+    }),
+  );
+  const sample = Buffer.concat(kept);
+  return {
+    size: digest.bytes,
+    sha256: digest.hex(),
+    sample,
+    ...sniff(sample, digest.bytes > sample.length),
+  };
+}
+
+/** gzip only where it pays: big enough, not compressed already, and the sample shrinks enough. */
+export function gzipPays(file: Inspection, level: number): boolean {
+  if (file.size < MIN_GZIP_BYTES || file.compressed) return false;
+  const gzipped = gzipSync(file.sample, { level }).length;
+  return gzipped <= file.sample.length * (1 - MIN_GZIP_SAVING);
+}
+
+/** The identity encoding: upload the file as it is. */
+export function identity(path: string, file: Inspection): StoredBytes {
+  return {
+    encoding: "identity",
+    path,
+    storedSize: file.size,
+    storedSha256: file.sha256,
+    dispose: async () => {},
+  };
+}
+
+/**
+ * Pass 2: gzips the file into a temp file in the OS temp directory, hashing the original again
+ * (to notice the file changing since pass 1) and the gzip output (what storage will verify).
+ */
+export async function gzipToTemp(
+  path: string,
+  file: Inspection,
+  level: number,
+): Promise<StoredBytes> {
+  const temp = tempPath(tmpdir(), "airlock-", ".gz");
+  const original = new DigestStream({
+    bytes: file.size,
+    sha256: file.sha256,
+    mismatch: () => changedWhileSending(path),
+  });
+  const stored = new DigestStream();
+  try {
+    const out = createWriteStream(temp, { flags: "wx", mode: 0o600 });
+    const gzip = createGzip({ level });
+    await readingFile(path, (input) => pipeline(input, original, gzip, stored, out)).catch(
+      (err: unknown) => {
+        throw err instanceof CliError ? err : fsError("write temp file", temp, err);
+      },
+    );
+    return {
+      encoding: "gzip",
+      path: temp,
+      storedSize: stored.bytes,
+      storedSha256: stored.hex(),
+      dispose: () => releaseTemp(temp),
+    };
+  } catch (err) {
+    await releaseTemp(temp);
+    throw err;
+  }
+}
+
+/** The error for a file that changed between the passes over it. */
+export function changedWhileSending(path: string): CliError {
+  return new CliError(`${path} changed while it was being sent; send it again once it is complete`);
+}
+
+/** Runs `use` on a stream of the file; a failure reading the file is reported as such. */
+async function readingFile(path: string, use: (input: ReadStream) => Promise<void>): Promise<void> {
+  const input = createReadStream(path);
+  let readError: unknown;
+  input.once("error", (err) => (readError = err));
+  try {
+    await use(input);
+  } catch (err) {
+    throw readError === undefined ? err : fsError("read", path, readError);
+  }
+}

@@ -1,0 +1,53 @@
+import { createReadStream } from "node:fs";
+import type { RetryPolicy } from "./config.js";
+import { DigestStream } from "./digest.js";
+import { CliError, RetryableStatusError, fsError } from "./errors.js";
+import { describeErrorBody, isRetryableStatus, readText, request, retryAfterMs } from "./http.js";
+import { changedWhileSending, type StoredBytes } from "./prepare.js";
+import { Progress } from "./progress.js";
+import type { PutInstructions } from "./relay-client.js";
+import { withRetry } from "./retry.js";
+
+/**
+ * PUTs the stored bytes to the signed URL with exactly the signed headers, streaming from disk.
+ * Each attempt re-opens the file, so a retry sends every byte again. The bytes are hashed on the
+ * way out so that a file changing under us is reported as that, not as a storage refusal.
+ */
+export async function putStoredBytes(
+  put: PutInstructions,
+  stored: StoredBytes,
+  label: string,
+  policy: RetryPolicy,
+): Promise<void> {
+  const origin = new URL(put.url).origin; // The signed query string stays out of messages.
+  const target = { service: "storage" as const, url: origin, action: `upload of ${label}` };
+  const progress = new Progress(label, stored.storedSize);
+  try {
+    await withRetry(policy, target, async () => {
+      progress.reset();
+      const digest = new DigestStream({
+        bytes: stored.storedSize,
+        sha256: stored.storedSha256,
+        mismatch: () => changedWhileSending(label),
+      });
+      const input = createReadStream(stored.path);
+      const body = progress.meter();
+      input.once("error", (err) => body.destroy(fsError("read", stored.path, err)));
+      digest.once("error", (err) => body.destroy(err));
+      body.once("close", () => input.destroy());
+      input.pipe(digest).pipe(body);
+
+      const res = await request({ method: put.method, url: put.url, headers: put.headers, body });
+      const text = await readText(res);
+      const status = res.statusCode ?? 0;
+      if (status >= 200 && status < 300) return;
+      const detail = describeErrorBody(status, text);
+      if (isRetryableStatus(status)) {
+        throw new RetryableStatusError(status, detail, retryAfterMs(res));
+      }
+      throw new CliError(`storage refused upload of ${label}: ${detail}`);
+    });
+  } finally {
+    progress.finish();
+  }
+}

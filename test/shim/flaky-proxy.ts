@@ -1,0 +1,73 @@
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+
+/** How the proxy treats one request: pass it on, answer it itself, or drop the connection. */
+export type Fault = { status: number; headers?: Record<string, string>; body?: string } | "reset";
+
+/** Decides the fault (if any) for a request, by method, path and how often that route was seen. */
+export type FaultRule = (method: string, path: string, seenBefore: number) => Fault | undefined;
+
+export interface FlakyProxy {
+  url: string;
+  /** `METHOD /path` of every request received, faulted or not, with the fault applied. */
+  log: { request: string; fault?: string }[];
+  stop(): Promise<void>;
+}
+
+/**
+ * A loopback HTTP proxy in front of a real server that injects failures by rule: the shim's
+ * retries are proven against the real relay, with only the failures made up.
+ */
+export async function startFlakyProxy(upstream: string, rule: FaultRule): Promise<FlakyProxy> {
+  const target = new URL(upstream);
+  const log: FlakyProxy["log"] = [];
+  const counts = new Map<string, number>();
+  const server = http.createServer((req, res) => {
+    const path = (req.url ?? "/").split("?")[0]!;
+    const route = `${req.method} ${path}`;
+    const seenBefore = counts.get(route) ?? 0;
+    counts.set(route, seenBefore + 1);
+    const fault = rule(req.method ?? "GET", path, seenBefore);
+    log.push({
+      request: route,
+      fault: fault === undefined ? undefined : fault === "reset" ? "reset" : String(fault.status),
+    });
+    if (fault === "reset") {
+      req.socket.destroy();
+      return;
+    }
+    if (fault) {
+      req.resume();
+      res
+        .writeHead(fault.status, { "content-type": "application/json", ...fault.headers })
+        .end(fault.body ?? "");
+      return;
+    }
+    // The Host header passes through unchanged, so the relay signs URLs that point back here.
+    const forward = http.request(
+      {
+        host: target.hostname,
+        port: target.port,
+        method: req.method,
+        path: req.url,
+        headers: req.headers,
+      },
+      (upstreamRes) => {
+        res.writeHead(upstreamRes.statusCode ?? 502, upstreamRes.headers);
+        upstreamRes.pipe(res);
+      },
+    );
+    forward.on("error", () => res.destroy());
+    req.pipe(forward);
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    log,
+    async stop() {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
+}
