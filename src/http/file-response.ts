@@ -23,7 +23,10 @@ export async function fileResponse(
     "content-disposition": contentDisposition(file.name),
     etag,
     "accept-ranges": "bytes",
-    "cache-control": "private, max-age=0, must-revalidate",
+    // The bytes go out exactly as stored: no on-the-fly compression by Cloudflare's
+    // front line (or Miniflare, which mimics it), which would drop Content-Length and Range.
+    "cache-control": "private, max-age=0, must-revalidate, no-transform",
+    "content-encoding": "identity",
     "x-content-type-options": "nosniff",
     "content-security-policy": "default-src 'none'; sandbox",
     "last-modified": new Date(file.createdAt).toUTCString(),
