@@ -26,7 +26,7 @@ if (missing.length > 0) {
     `installing test runtimes (${missing.map(([name]) => name).join(", ")}) into test/runtimes`,
   );
   const npm = process.platform === "win32" ? "npm.cmd" : "npm";
-  execFileSync(npm, ["install", "--prefix", dir, "--no-audit", "--no-fund"], { stdio: "inherit" });
+  execFileSync(npm, ["ci", "--prefix", dir, "--no-audit", "--no-fund"], { stdio: "inherit" });
   for (const [name, major] of missing) {
     if (!installed(name, major)) {
       throw new Error(`test runtime ${name} is still missing after npm install`);

@@ -65,3 +65,16 @@ export function sessionUsageSql(): string {
   return `(SELECT COALESCE(SUM(size), 0) FROM files WHERE session_id = ?1 AND deleted_at IS NULL AND expires_at > ?2)
         + (SELECT COALESCE(SUM(size), 0) FROM uploads WHERE session_id = ?1 AND status = 'pending' AND expires_at > ?2)`;
 }
+
+/** Bytes the session holds now (see `sessionUsageSql`). */
+export async function sessionUsage(
+  db: D1Database,
+  sessionId: string,
+  now: number,
+): Promise<number> {
+  const row = await db
+    .prepare(`SELECT ${sessionUsageSql()} AS used`)
+    .bind(sessionId, now)
+    .first<{ used: number }>();
+  return row?.used ?? 0;
+}

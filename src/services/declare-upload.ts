@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { extendBlob, findLiveBlob } from "../db/blobs";
 import { insertFileWithinQuota, type FileRow } from "../db/files";
-import type { Session } from "../db/sessions";
+import { sessionUsage, type Session } from "../db/sessions";
 import { insertUploadWithinQuota } from "../db/uploads";
 import type { Deps } from "../deps";
 import { AppError } from "../errors";
@@ -100,6 +100,9 @@ export async function declareUpload(
     body.storedSize === undefined ||
     body.storedSha256 === undefined
   ) {
+    // Checked now so a client does not compress a file only to be refused afterwards.
+    if ((await sessionUsage(db, session.id, now)) + body.size > session.quotaBytes)
+      throw quotaExceeded(body.size);
     return { status: "missing" };
   }
   if (body.encoding === "gzip" && body.storedSize > maxGzipSize(body.size)) {

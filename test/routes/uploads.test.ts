@@ -149,6 +149,12 @@ for (const backend of backends()) {
       const { token } = await client.mintSession({ quotaBytes: 10_000 });
       await upload(client, token, randomBytes(6000), "first.bin");
       const { declared } = await describeBytes(randomBytes(6000), "second.bin");
+      const probe = await declare(client, token, {
+        name: declared.name,
+        size: declared.size,
+        sha256: declared.sha256,
+      });
+      expect(await errorOf(probe)).toMatchObject({ status: 413, code: "quota_exceeded" });
       const refused = await declare(client, token, declared);
       expect(await errorOf(refused)).toMatchObject({ status: 413, code: "quota_exceeded" });
       expect(await store.head(blobKey(declared.storedSha256))).toBeNull();
