@@ -5,40 +5,61 @@ import { readConfig, type Config } from "./config";
 import type { Bindings } from "./env";
 import { AppError } from "./errors";
 import { blobUploads } from "./routes/blob-uploads";
+import { createPlatforms, type Platforms } from "./platforms";
 import { files } from "./routes/files";
+import { inbox } from "./routes/inbox";
+import { webhooks } from "./routes/webhooks";
 import { sessions } from "./routes/sessions";
 import { share } from "./routes/share";
 import { shim } from "./routes/shim";
 import { uploads } from "./routes/uploads";
 import { createBlobStore } from "./storage";
 
-const configs = new WeakMap<Bindings, Config>();
+interface Setup {
+  config: Config;
+  platforms: Platforms;
+}
 
-function configFor(env: Bindings): Config {
-  let config = configs.get(env);
-  if (!config) {
+const setups = new WeakMap<Bindings, Setup>();
+
+/** Config and platform clients, made once per environment rather than per request. */
+function setupFor(env: Bindings): Setup {
+  let setup = setups.get(env);
+  if (!setup) {
+    let config: Config;
     try {
       config = readConfig(env);
     } catch (error) {
       throw new AppError("misconfigured", `relay is misconfigured: ${(error as Error).message}`);
     }
-    configs.set(env, config);
+    setup = { config, platforms: createPlatforms(config) };
+    setups.set(env, setup);
   }
-  return config;
+  return setup;
 }
 
 /** The relay: one sub-app per resource, one error boundary. */
 export const app = new Hono<AppEnv>()
   .get("/healthz", (c) => c.json({ ok: true }))
   .use(async (c, next) => {
-    const config = configFor(c.env);
-    c.set("deps", { config, db: c.env.DB, store: createBlobStore(config, c.env), now: Date.now });
+    const { config, platforms } = setupFor(c.env);
+    const ctx = c.executionCtx;
+    c.set("deps", {
+      config,
+      platforms,
+      db: c.env.DB,
+      store: createBlobStore(config, c.env),
+      now: Date.now,
+      waitUntil: (work) => ctx.waitUntil(work),
+    });
     await next();
   })
   .route("/v1/sessions", sessions)
   .route("/v1/uploads", uploads)
   .route("/v1/blob-uploads", blobUploads)
   .route("/v1/files", files)
+  .route("/v1/inbox", inbox)
+  .route("/webhooks", webhooks)
   .route("/d", share)
   .route("/shim", shim);
 

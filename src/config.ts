@@ -1,4 +1,8 @@
 import type { Bindings } from "./env";
+import type { DiscordConfig } from "./platforms/discord";
+import type { SlackConfig } from "./platforms/slack";
+import type { TelegramConfig } from "./platforms/telegram";
+import { DEFAULT_TIERS, type Tiers } from "./platforms/tiers";
 
 const DAY = 86_400;
 const GiB = 1024 ** 3;
@@ -18,6 +22,11 @@ export interface Config {
   maxSessionTtlSeconds: number;
   /** Default byte quota of a session when the operator names none. */
   sessionQuotaBytes: number;
+  /** Chat platforms, each present only when its bot token is set. */
+  telegram?: TelegramConfig;
+  discord?: DiscordConfig;
+  slack?: SlackConfig;
+  tiers: Tiers;
 }
 
 export interface S3Config {
@@ -48,7 +57,58 @@ export function readConfig(env: Bindings): Config {
     sessionTtlSeconds: positiveInt(env, "SESSION_TTL_SECONDS", DAY),
     maxSessionTtlSeconds: 30 * DAY,
     sessionQuotaBytes: positiveInt(env, "SESSION_QUOTA_BYTES", 50 * GiB),
+    ...readPlatforms(env),
   };
+}
+
+function readPlatforms(env: Bindings): Pick<Config, "telegram" | "discord" | "slack" | "tiers"> {
+  const tiers: Tiers = {
+    telegram: {
+      photo: positiveInt(env, "TELEGRAM_MAX_PHOTO_BYTES", DEFAULT_TIERS.telegram.photo),
+      upload: positiveInt(env, "TELEGRAM_MAX_UPLOAD_BYTES", DEFAULT_TIERS.telegram.upload),
+      download: positiveInt(env, "TELEGRAM_MAX_DOWNLOAD_BYTES", DEFAULT_TIERS.telegram.download),
+    },
+    discord: { upload: positiveInt(env, "DISCORD_MAX_UPLOAD_BYTES", DEFAULT_TIERS.discord.upload) },
+    slack: { upload: positiveInt(env, "SLACK_MAX_UPLOAD_BYTES", DEFAULT_TIERS.slack.upload) },
+  };
+  return {
+    tiers,
+    telegram: env.TELEGRAM_BOT_TOKEN
+      ? {
+          botToken: env.TELEGRAM_BOT_TOKEN,
+          webhookSecret: env.TELEGRAM_WEBHOOK_SECRET || undefined,
+          apiRoot: env.TELEGRAM_API_ROOT || "https://api.telegram.org",
+          maxDownloadBytes: tiers.telegram.download,
+        }
+      : undefined,
+    discord: env.DISCORD_BOT_TOKEN
+      ? {
+          botToken: env.DISCORD_BOT_TOKEN,
+          publicKey: env.DISCORD_PUBLIC_KEY || undefined,
+          apiBase: env.DISCORD_API_BASE || "https://discord.com/api/v10",
+          attachmentHosts: hostList(env.DISCORD_ATTACHMENT_HOSTS, [
+            "cdn.discordapp.com",
+            "media.discordapp.net",
+          ]),
+        }
+      : undefined,
+    slack: env.SLACK_BOT_TOKEN
+      ? {
+          botToken: env.SLACK_BOT_TOKEN,
+          signingSecret: env.SLACK_SIGNING_SECRET || undefined,
+          apiUrl: env.SLACK_API_URL || "https://slack.com/api/",
+          fileHosts: hostList(env.SLACK_FILE_HOSTS, ["files.slack.com"]),
+        }
+      : undefined,
+  };
+}
+
+function hostList(raw: string | undefined, fallback: string[]): string[] {
+  const hosts = (raw ?? "")
+    .split(",")
+    .map((h) => h.trim())
+    .filter(Boolean);
+  return hosts.length > 0 ? hosts : fallback;
 }
 
 function readS3(env: Bindings): S3Config {

@@ -12,4 +12,23 @@ export interface Bindings extends Env {
   UPLOAD_URL_TTL_SECONDS?: string;
   SESSION_TTL_SECONDS?: string;
   SESSION_QUOTA_BYTES?: string;
+  TELEGRAM_BOT_TOKEN?: string;
+  TELEGRAM_WEBHOOK_SECRET?: string;
+  TELEGRAM_API_ROOT?: string;
+  DISCORD_BOT_TOKEN?: string;
+  DISCORD_PUBLIC_KEY?: string;
+  DISCORD_API_BASE?: string;
+  /** Comma-separated hosts the relay may fetch Discord attachments from. */
+  DISCORD_ATTACHMENT_HOSTS?: string;
+  SLACK_BOT_TOKEN?: string;
+  SLACK_SIGNING_SECRET?: string;
+  SLACK_API_URL?: string;
+  /** Comma-separated hosts the relay may fetch Slack files from. */
+  SLACK_FILE_HOSTS?: string;
+  /** Delivery tier limits in bytes, overriding the table in src/platforms/tiers.ts. */
+  TELEGRAM_MAX_UPLOAD_BYTES?: string;
+  TELEGRAM_MAX_PHOTO_BYTES?: string;
+  TELEGRAM_MAX_DOWNLOAD_BYTES?: string;
+  DISCORD_MAX_UPLOAD_BYTES?: string;
+  SLACK_MAX_UPLOAD_BYTES?: string;
 }

@@ -26,6 +26,23 @@ export const ERRORS = {
   invalid_link: { status: 403, message: "share link is invalid" },
   link_expired: { status: 410, message: "share link has expired" },
   range_not_satisfiable: { status: 416, message: "requested range is not satisfiable" },
+  webhook_unauthorized: { status: 401, message: "webhook signature is missing or invalid" },
+  destination_not_allowed: {
+    status: 403,
+    message: "this session may not deliver to that destination",
+  },
+  platform_not_configured: {
+    status: 503,
+    message: "that chat platform is not configured on this relay",
+  },
+  delivery_failed: { status: 502, message: "the chat platform refused the delivery" },
+  platform_unreachable: { status: 504, message: "the chat platform could not be reached" },
+  delivery_in_progress: {
+    status: 409,
+    message: "a delivery with this Idempotency-Key is still in progress",
+  },
+  inbox_item_not_found: { status: 404, message: "no such inbox item" },
+  length_required: { status: 411, message: "Content-Length is required" },
   method_not_allowed: { status: 405, message: "method not allowed" },
   not_implemented: { status: 501, message: "not implemented yet" },
   storage_unavailable: { status: 503, message: "object storage is unavailable" },

@@ -1,4 +1,4 @@
-import { base64UrlToBytes, bytesToBase64Url } from "../encoding";
+import { base64UrlToBytes, bytesToBase64Url, bytesToHex } from "../encoding";
 
 /**
  * HMAC-SHA256 signatures under keys derived per purpose from AIRLOCK_SIGNING_KEY, so a
@@ -62,4 +62,11 @@ export async function verify(
   }
   const key = await purposeKey(signingKey, purpose);
   return crypto.subtle.verify("HMAC", key, bytes, encoder.encode(message));
+}
+
+/** Hex HMAC-SHA256 under a third party's secret (e.g. Slack's signing secret). */
+export async function hmacSha256Hex(secret: string, message: string): Promise<string> {
+  const key = await importKey(encoder.encode(secret));
+  const signature = await crypto.subtle.sign("HMAC", key, encoder.encode(message));
+  return bytesToHex(signature);
 }

@@ -78,3 +78,20 @@ export async function sessionUsage(
     .first<{ used: number }>();
   return row?.used ?? 0;
 }
+
+/** The newest live session bound to `destination`: where a chat's attachments go. */
+export async function findSessionForDestination(
+  db: D1Database,
+  destination: string,
+  now: number,
+): Promise<string | null> {
+  const row = await db
+    .prepare(
+      `SELECT s.id FROM sessions s, json_each(s.destinations) d
+       WHERE d.value = ? AND s.revoked_at IS NULL AND s.expires_at > ?
+       ORDER BY s.created_at DESC, s.id DESC LIMIT 1`,
+    )
+    .bind(destination, now)
+    .first<{ id: string }>();
+  return row?.id ?? null;
+}

@@ -3,6 +3,7 @@ import type { FileRow } from "../db/files";
 import { AppError } from "../errors";
 import type { BlobStore } from "../storage";
 import { openOriginal } from "../services/original-bytes";
+import { withKnownLength } from "../storage/known-length";
 import { contentDisposition } from "./content-disposition";
 import { parseRange } from "./range";
 
@@ -60,7 +61,7 @@ export async function fileResponse(
   const body = length === 0 ? null : await openOriginal(store, blob, range);
   if (length > 0 && !body)
     throw new AppError("file_not_found", "the file's content is no longer stored");
-  return new Response(body ? withLength(body, length) : null, { status, headers });
+  return new Response(body ? withKnownLength(body, length) : null, { status, headers });
 }
 
 function matchesEtag(header: string | null, etag: string): boolean {
@@ -69,11 +70,4 @@ function matchesEtag(header: string | null, etag: string): boolean {
     header.trim() === "*" ||
     header.split(",").some((tag) => tag.trim().replace(/^W\//, "") === etag)
   );
-}
-
-/** A stream the runtime can send with Content-Length rather than chunked. */
-function withLength(body: ReadableStream<Uint8Array>, length: number): ReadableStream<Uint8Array> {
-  const fixed = new FixedLengthStream(length);
-  body.pipeTo(fixed.writable).catch(() => {});
-  return fixed.readable;
 }

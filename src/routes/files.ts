@@ -1,11 +1,14 @@
 import { Hono } from "hono";
 import type { AppEnv, Caller } from "../app-env";
-import { requireCaller } from "../auth/middleware";
+import { requireCaller, sessionOf } from "../auth/middleware";
+import { listDeliveries } from "../db/deliveries";
 import { findBlob } from "../db/blobs";
 import { findFile, listFiles, type FileRow } from "../db/files";
 import type { Deps } from "../deps";
 import { AppError } from "../errors";
 import { fileResponse } from "../http/file-response";
+import { readJson } from "../http/json-body";
+import { deliverBody, deliverFile, toDeliveryRecord } from "../services/deliver";
 import { toFileRecord } from "../services/file-record";
 
 /** Sandboxes see their own files; the operator sees every session's. */

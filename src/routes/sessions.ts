@@ -3,11 +3,12 @@ import { z } from "zod";
 import type { AppEnv } from "../app-env";
 import { requireCaller } from "../auth/middleware";
 import { createSessionToken } from "../auth/session-token";
-import { insertSession, revokeSession } from "../db/sessions";
+import { findSession, insertSession, revokeSession } from "../db/sessions";
 import { AppError } from "../errors";
 import { isId, newId } from "../ids";
 import { readJson } from "../http/json-body";
-import { byteCount, destination } from "../services/validation";
+import { seedInbox } from "../services/inbox";
+import { byteCount, destination, fileName, mediaType } from "../services/validation";
 
 const mintBody = z
   .object({
@@ -53,6 +54,32 @@ export const sessions = new Hono<AppEnv>()
       },
       201,
     );
+  })
+  .post("/:id/inbox", async (c) => {
+    const { deps } = c.var;
+    const session = await findSession(deps.db, c.req.param("id"));
+    if (!session || session.revokedAt !== null || session.expiresAt <= deps.now())
+      throw new AppError("session_not_found");
+    const name = fileName.safeParse(c.req.query("name"));
+    if (!name.success)
+      throw new AppError("invalid_request", `name: ${name.error.issues[0]?.message ?? "invalid"}`);
+    const size = Number(c.req.header("content-length"));
+    if (!c.req.header("content-length") || !Number.isSafeInteger(size) || size < 0)
+      throw new AppError("length_required");
+    if (size > deps.config.maxFileBytes) throw new AppError("file_too_large");
+    const record = await seedInbox(
+      deps,
+      session.id,
+      {
+        name: name.data,
+        size,
+        contentType:
+          mediaType.safeParse(c.req.header("content-type")).data ?? "application/octet-stream",
+        body: c.req.raw.body ?? new Blob([]).stream(),
+      },
+      new URL(c.req.url).origin,
+    );
+    return c.json(record, 201);
   })
   .delete("/:id", async (c) => {
     const id = c.req.param("id");

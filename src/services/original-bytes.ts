@@ -1,4 +1,5 @@
 import type { Blob } from "../db/blobs";
+import { bytesToHex } from "../encoding";
 import type { BlobStore } from "../storage";
 import type { ByteRange } from "../storage/blob-store";
 
@@ -53,7 +54,7 @@ export async function digestOriginal(
     return null;
   }
   const hash = new Uint8Array(await digest.digest);
-  return { size, sha256Hex: [...hash].map((b) => b.toString(16).padStart(2, "0")).join("") };
+  return { size, sha256Hex: bytesToHex(hash) };
 }
 
 /** Passes through only the bytes of `range`, then ends the stream. */

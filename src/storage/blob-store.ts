@@ -19,8 +19,15 @@ export interface BlobStore {
    */
   receiveUpload?(key: string, body: ReadableStream, expected: ExpectedContent): Promise<void>;
 
-  /** Writes bytes from the relay itself (seeding, tests), with the same verification. */
-  put(key: string, body: ReadableStream | Uint8Array, expected: ExpectedContent): Promise<void>;
+  /**
+   * Writes bytes from the relay itself, verifying the SHA-256 when one is given (a
+   * staging write, whose hash the relay is computing as it goes, has none yet).
+   */
+  put(
+    key: string,
+    body: ReadableStream | Uint8Array,
+    expected: { size: number; sha256Hex?: string },
+  ): Promise<void>;
 
   /** Size of the object at `key`, or null when there is none. */
   head(key: string): Promise<{ size: number } | null>;

@@ -7,6 +7,7 @@ import {
   type PutInstructions,
   type UploadUrlRequest,
 } from "./blob-store";
+import { withKnownLength } from "./known-length";
 
 /** Makes the relay's own signed URL for an upload it will receive. */
 export type RelayUploadUrlSigner = (

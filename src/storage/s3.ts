@@ -8,6 +8,7 @@ import {
   type PutInstructions,
   type UploadUrlRequest,
 } from "./blob-store";
+import { withKnownLength } from "./known-length";
 import { S3Http, s3ErrorCode } from "./s3-http";
 
 /**
@@ -100,11 +101,4 @@ export class S3BlobStore implements BlobStore {
     if (!response.ok && response.status !== 404)
       throw new Error(`S3 DELETE ${key} failed: ${response.status}`);
   }
-}
-
-/** Workers send a stream with Content-Length only when the stream's length is known. */
-function withKnownLength(body: ReadableStream, size: number): ReadableStream {
-  const fixed = new FixedLengthStream(size);
-  body.pipeTo(fixed.writable).catch(() => {});
-  return fixed.readable;
 }

@@ -1,0 +1,144 @@
+import type {
+  APIChatInputApplicationCommandInteraction,
+  APIInteraction,
+  APIMessage,
+} from "discord-api-types/v10";
+import { verifyKey } from "discord-interactions";
+import { AppError } from "../errors";
+import { multipartBody } from "./multipart-body";
+import {
+  PlatformError,
+  type InboundAttachment,
+  type OutgoingFile,
+  type Platform,
+  type SentMessage,
+  type WebhookEvent,
+} from "./platform";
+import { fetchFromAllowedHost } from "./streams";
+
+export interface DiscordConfig {
+  botToken: string;
+  publicKey?: string;
+  apiBase: string;
+  attachmentHosts: string[];
+}
+
+/** Discord signs the timestamp too; older requests are replays. */
+const MAX_WEBHOOK_AGE_SECONDS = 300;
+const INTERACTION_PING = 1;
+const INTERACTION_APPLICATION_COMMAND = 2;
+const OPTION_ATTACHMENT = 11;
+
+/** Discord over its REST API (`DISCORD_API_BASE`), and its signed interactions webhook. */
+export class DiscordPlatform implements Platform {
+  readonly name = "discord";
+
+  constructor(private readonly config: DiscordConfig) {}
+
+  async sendFile(target: string, file: OutgoingFile, caption?: string): Promise<SentMessage> {
+    const payload = {
+      content: caption ?? "",
+      attachments: [{ id: 0, filename: file.name }],
+      allowed_mentions: { parse: [] },
+    };
+    const multipart = multipartBody(
+      { payload_json: JSON.stringify(payload) },
+      {
+        field: "files[0]",
+        filename: file.name,
+        contentType: file.contentType,
+        size: file.size,
+        stream: await file.open(),
+      },
+    );
+    const message = await this.post(
+      `/channels/${encodeURIComponent(target)}/messages`,
+      multipart.body,
+      multipart.contentType,
+    );
+    return { messageId: message.id, method: "channels.messages" };
+  }
+
+  async sendText(target: string, text: string): Promise<SentMessage> {
+    const body = JSON.stringify({ content: text, allowed_mentions: { parse: [] } });
+    const message = await this.post(
+      `/channels/${encodeURIComponent(target)}/messages`,
+      body,
+      "application/json",
+    );
+    return { messageId: message.id, method: "channels.messages" };
+  }
+
+  async verifyWebhook(request: Request, rawBody: string, now: number): Promise<void> {
+    const signature = request.headers.get("x-signature-ed25519");
+    const timestamp = request.headers.get("x-signature-timestamp");
+    const key = this.config.publicKey;
+    if (!key || !signature || !timestamp || !/^\d{1,12}$/.test(timestamp))
+      throw new AppError("webhook_unauthorized");
+    if (Math.abs(now / 1000 - Number(timestamp)) > MAX_WEBHOOK_AGE_SECONDS) {
+      throw new AppError("webhook_unauthorized", "webhook timestamp is too old or in the future");
+    }
+    const valid = await verifyKey(rawBody, signature, timestamp, key).catch(() => false);
+    if (!valid) throw new AppError("webhook_unauthorized");
+  }
+
+  async parseWebhook(rawBody: string): Promise<WebhookEvent> {
+    const interaction = JSON.parse(rawBody) as APIInteraction;
+    if (interaction.type === INTERACTION_PING) {
+      return { response: Response.json({ type: 1 }), attachments: [], refused: [] };
+    }
+    const attachments: InboundAttachment[] = [];
+    if (interaction.type === INTERACTION_APPLICATION_COMMAND) {
+      const command = interaction as APIChatInputApplicationCommandInteraction;
+      for (const option of command.data.options ?? []) {
+        if (option.type !== OPTION_ATTACHMENT) continue;
+        const attachment = command.data.resolved?.attachments?.[String(option.value)];
+        if (!attachment) continue;
+        attachments.push({
+          name: attachment.filename,
+          size: attachment.size,
+          contentType: attachment.content_type,
+          ref: { url: attachment.url },
+        });
+      }
+    }
+    const names = attachments.map((a) => a.name).join(", ");
+    const content = names
+      ? `Received ${names}: it will be in the agent's inbox shortly.`
+      : "Attach a file to this command to send it to the agent.";
+    return {
+      response: Response.json({ type: 4, data: { content, allowed_mentions: { parse: [] } } }),
+      chat: interaction.channel?.id ? `discord:${interaction.channel.id}` : undefined,
+      eventKey: `discord:${interaction.id}`,
+      attachments,
+      refused: [],
+    };
+  }
+
+  fetchAttachment(
+    ref: InboundAttachment["ref"],
+  ): Promise<{ body: ReadableStream<Uint8Array>; size: number }> {
+    return fetchFromAllowedHost(String(ref.url), this.config.attachmentHosts);
+  }
+
+  private async post(path: string, body: BodyInit, contentType: string): Promise<APIMessage> {
+    const response = await fetch(`${this.config.apiBase.replace(/\/$/, "")}${path}`, {
+      method: "POST",
+      headers: { authorization: `Bot ${this.config.botToken}`, "content-type": contentType },
+      body,
+    });
+    const text = await response.text();
+    if (response.ok) return JSON.parse(text) as APIMessage;
+    let reason = text.slice(0, 300);
+    let retryAfter: number | undefined;
+    try {
+      const error = JSON.parse(text) as { message?: string; code?: number; retry_after?: number };
+      reason = error.message ?? reason;
+      retryAfter = error.retry_after;
+    } catch {
+      // not JSON: keep the text
+    }
+    retryAfter ??= Number(response.headers.get("retry-after")) || undefined;
+    throw new PlatformError("discord", response.status, reason, retryAfter);
+  }
+}

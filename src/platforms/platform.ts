@@ -1,0 +1,74 @@
+import type { MediaKind } from "./media-kind";
+
+export type PlatformName = "telegram" | "discord" | "slack";
+
+/** A file to upload to a chat. `open` streams the original bytes afresh for each attempt. */
+export interface OutgoingFile {
+  name: string;
+  size: number;
+  contentType: string;
+  kind: MediaKind;
+  open(): Promise<ReadableStream<Uint8Array>>;
+}
+
+/** What a platform answered for a posted message or file. */
+export interface SentMessage {
+  messageId: string;
+  method: string;
+}
+
+/** A file a person attached in a chat, with what the relay needs to fetch it later. */
+export interface InboundAttachment {
+  name: string;
+  size: number | null;
+  contentType?: string;
+  /** Platform-specific reference, stored as JSON until the fetch succeeds. */
+  ref: Record<string, string | number>;
+}
+
+/** What a verified webhook asks of the relay. */
+export interface WebhookEvent {
+  /** The answer to give the platform at once. */
+  response: Response;
+  /** The chat the event came from (`platform:id`), when it came from one. */
+  chat?: string;
+  /** Unique per platform event, so a redelivered webhook is stored once. */
+  eventKey?: string;
+  attachments: InboundAttachment[];
+  /** Attachments the relay cannot take (e.g. over a download limit), to explain in the chat. */
+  refused: { name: string; reason: string }[];
+}
+
+/**
+ * One chat platform. Each adapter lives in its own module; the relay sees only this.
+ * Errors: a `PlatformError` when the platform refused, anything else when the network failed.
+ */
+export interface Platform {
+  readonly name: PlatformName;
+  sendFile(target: string, file: OutgoingFile, caption?: string): Promise<SentMessage>;
+  sendText(target: string, text: string): Promise<SentMessage>;
+  /** Throws `AppError("webhook_unauthorized")` unless the request provably comes from the platform. */
+  verifyWebhook(request: Request, rawBody: string, now: number): Promise<void>;
+  parseWebhook(rawBody: string): Promise<WebhookEvent>;
+  /** Streams an attachment from the platform's own hosts only. */
+  fetchAttachment(
+    ref: InboundAttachment["ref"],
+  ): Promise<{ body: ReadableStream<Uint8Array>; size: number }>;
+}
+
+/** The platform answered and refused (grammY's GrammyError split): not worth a blind retry unless 429/5xx. */
+export class PlatformError extends Error {
+  constructor(
+    readonly platform: PlatformName,
+    readonly status: number,
+    readonly reason: string,
+    readonly retryAfterSeconds?: number,
+  ) {
+    super(`${platform} refused: ${reason}`);
+    this.name = "PlatformError";
+  }
+
+  get retryable(): boolean {
+    return this.status === 429 || this.status >= 500;
+  }
+}

@@ -1,0 +1,28 @@
+import { Hono } from "hono";
+import type { AppEnv } from "../app-env";
+import { AppError } from "../errors";
+import type { PlatformName } from "../platforms";
+import { receiveAttachments } from "../services/inbox";
+
+const PLATFORMS: readonly PlatformName[] = ["telegram", "discord", "slack"];
+
+/**
+ * Platform webhooks: the signature is verified over the raw body before anything is
+ * parsed or stored; attachments are fetched in the background after the answer.
+ */
+export const webhooks = new Hono<AppEnv>().post("/:platform", async (c) => {
+  const { deps } = c.var;
+  const name = c.req.param("platform") as PlatformName;
+  const platform = PLATFORMS.includes(name) ? deps.platforms[name] : undefined;
+  if (!platform) throw new AppError("not_found", `no webhook for ${name} on this relay`);
+  const rawBody = await c.req.text();
+  await platform.verifyWebhook(c.req.raw, rawBody, deps.now());
+  let event;
+  try {
+    event = await platform.parseWebhook(rawBody);
+  } catch {
+    throw new AppError("invalid_json", "webhook body is not a valid event");
+  }
+  await receiveAttachments(deps, platform, event);
+  return event.response;
+});

@@ -1,0 +1,91 @@
+import { extendBlob, findLiveBlob, upsertBlob } from "../db/blobs";
+import { insertFileStatement, type FileRow } from "../db/files";
+import type { Deps } from "../deps";
+import { bytesToHex } from "../encoding";
+import { newId } from "../ids";
+import { blobKey } from "../storage";
+
+export interface IngestInput {
+  sessionId: string;
+  name: string;
+  contentType: string;
+  body: ReadableStream<Uint8Array>;
+  size: number;
+}
+
+/**
+ * Stores bytes the relay receives itself (chat attachments, operator seeds) as a
+ * content-addressed blob. The hash is computed while the bytes stream into a staging
+ * object; the content is then written under its content key with the store verifying
+ * that hash, or — when the content is already held — the staged copy is simply dropped.
+ */
+export async function ingest(deps: Deps, input: IngestInput): Promise<FileRow> {
+  const { db, store } = deps;
+  const staging = `staging/${newId("fil")}`;
+  const hashing = hashingStream();
+  try {
+    await store.put(staging, input.body.pipeThrough(hashing.transform), { size: input.size });
+    const { size, sha256Hex } = await hashing.result;
+    if (size !== input.size) throw new Error(`received ${size} bytes, expected ${input.size}`);
+
+    const now = deps.now();
+    const expiresAt = now + deps.config.fileTtlSeconds * 1000;
+    const existing = await findLiveBlob(db, sha256Hex, now);
+    if (existing) {
+      await extendBlob(db, sha256Hex, expiresAt);
+    } else {
+      const key = blobKey(sha256Hex);
+      const staged = await store.get(staging);
+      if (!staged) throw new Error("staged object vanished");
+      await store.put(key, staged.body, { size, sha256Hex });
+      await upsertBlob(db, {
+        sha256: sha256Hex,
+        size,
+        encoding: "identity",
+        storedKey: key,
+        storedSize: size,
+        storedSha256: sha256Hex,
+        createdAt: now,
+        expiresAt,
+      });
+    }
+    const file: FileRow = {
+      id: newId("fil"),
+      sessionId: input.sessionId,
+      name: input.name,
+      size,
+      sha256: sha256Hex,
+      contentType: input.contentType,
+      deduped: existing !== null,
+      createdAt: now,
+      expiresAt,
+    };
+    await insertFileStatement(db, file).run();
+    return file;
+  } finally {
+    await store.delete(staging);
+  }
+}
+
+/** Passes bytes through while counting and hashing them (workerd's streaming digest). */
+function hashingStream(): {
+  transform: TransformStream<Uint8Array, Uint8Array>;
+  result: Promise<{ size: number; sha256Hex: string }>;
+} {
+  const digest = new crypto.DigestStream("SHA-256");
+  const writer = digest.getWriter();
+  let size = 0;
+  const transform = new TransformStream<Uint8Array, Uint8Array>({
+    async transform(chunk, controller) {
+      size += chunk.byteLength;
+      // The digest gets its own copy: a native sink may take over the buffer it is given.
+      await writer.write(chunk.slice());
+      controller.enqueue(chunk);
+    },
+    async flush() {
+      await writer.close();
+    },
+  });
+  const result = digest.digest.then((hash) => ({ size, sha256Hex: bytesToHex(hash) }));
+  return { transform, result };
+}
