@@ -28,7 +28,7 @@ export default defineConfig({
         ],
         test: {
           name: "workers",
-          include: ["test/{routes,storage,auth,db,http,services}/**/*.test.ts"],
+          include: ["test/{routes,storage,auth,db,http,services,platforms}/**/*.test.ts"],
           setupFiles: ["./test/apply-migrations.ts"],
           globalSetup: ["./test/fixtures/s3/global-setup.ts"],
         },

@@ -27,3 +27,11 @@ export function logText(lines: number): Uint8Array {
     );
   return new TextEncoder().encode(out.join("\n") + "\n");
 }
+
+/** A real 1×1 PNG. */
+export const TINY_PNG = Uint8Array.from(
+  atob(
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==",
+  ),
+  (c) => c.charCodeAt(0),
+);

@@ -1,0 +1,141 @@
+import { env } from "cloudflare:test";
+import { beforeAll, describe, expect, it } from "vitest";
+import { errorOf, RelayClient } from "../support/relay-client";
+import { discordKeys, nowSeconds, slackSignature } from "../support/webhook-signing";
+
+const SLACK_SECRET = "slack-signing-secret-for-tests";
+let discord: Awaited<ReturnType<typeof discordKeys>>;
+let client: RelayClient;
+
+beforeAll(async () => {
+  discord = await discordKeys();
+  client = new RelayClient({
+    ...env,
+    TELEGRAM_BOT_TOKEN: "123:telegram-test-token",
+    TELEGRAM_WEBHOOK_SECRET: "telegram-webhook-secret",
+    TELEGRAM_API_ROOT: "http://127.0.0.1:9",
+    DISCORD_BOT_TOKEN: "discord-test-token",
+    DISCORD_PUBLIC_KEY: discord.publicKeyHex,
+    DISCORD_API_BASE: "http://127.0.0.1:9/api/v10",
+    SLACK_BOT_TOKEN: "xoxb-test",
+    SLACK_SIGNING_SECRET: SLACK_SECRET,
+    SLACK_API_URL: "http://127.0.0.1:9/api/",
+  });
+});
+
+async function inboxCount(): Promise<number> {
+  return (await env.DB.prepare("SELECT COUNT(*) AS n FROM inbox").first<{ n: number }>())?.n ?? 0;
+}
+
+const telegramUpdate = JSON.stringify({
+  update_id: 1,
+  message: {
+    message_id: 1,
+    date: 0,
+    chat: { id: 42, type: "private" },
+    document: { file_id: "f", file_unique_id: "u", file_name: "x.txt", file_size: 3 },
+  },
+});
+
+describe("POST /webhooks/telegram", () => {
+  it.each([
+    ["without the secret header", {}],
+    ["with a wrong secret", { "x-telegram-bot-api-secret-token": "guess" }],
+    ["with the secret's prefix", { "x-telegram-bot-api-secret-token": "telegram-webhook" }],
+  ])("refuses a request %s with 401 and stores nothing", async (_, headers) => {
+    const before = await inboxCount();
+    const response = await client.call("POST", "/webhooks/telegram", {
+      body: telegramUpdate,
+      headers: { "content-type": "application/json", ...headers },
+    });
+    expect(await errorOf(response)).toMatchObject({ status: 401, code: "webhook_unauthorized" });
+    expect(await inboxCount()).toBe(before);
+  });
+});
+
+describe("POST /webhooks/discord", () => {
+  async function signed(body: string, timestamp = nowSeconds()) {
+    return {
+      "x-signature-ed25519": await discord.sign(timestamp, body),
+      "x-signature-timestamp": timestamp,
+      "content-type": "application/json",
+    };
+  }
+
+  it("answers a signed PING with PONG", async () => {
+    const body = JSON.stringify({ id: "1", type: 1, application_id: "2", token: "t", version: 1 });
+    const response = await client.call("POST", "/webhooks/discord", {
+      body,
+      headers: await signed(body),
+    });
+    expect(response.status).toBe(200);
+    expect(await response.json()).toEqual({ type: 1 });
+  });
+
+  it("refuses a forged signature, a body changed after signing, a stale timestamp and missing headers", async () => {
+    const body = JSON.stringify({ id: "1", type: 1, application_id: "2", token: "t", version: 1 });
+    const other = await discordKeys();
+    const forged = {
+      ...(await signed(body)),
+      "x-signature-ed25519": await other.sign(nowSeconds(), body),
+    };
+    const stale = await signed(body, nowSeconds(-600));
+    const before = await inboxCount();
+    for (const [headers, payload] of [
+      [forged, body],
+      [await signed(body), body.replace('"t"', '"u"')],
+      [stale, body],
+      [{ "content-type": "application/json" }, body],
+    ] as const) {
+      const response = await client.call("POST", "/webhooks/discord", { body: payload, headers });
+      expect(await errorOf(response)).toMatchObject({ status: 401, code: "webhook_unauthorized" });
+    }
+    expect(await inboxCount()).toBe(before);
+  });
+});
+
+describe("POST /webhooks/slack", () => {
+  async function signed(body: string, timestamp = nowSeconds()) {
+    return {
+      "x-slack-request-timestamp": timestamp,
+      "x-slack-signature": await slackSignature(SLACK_SECRET, timestamp, body),
+      "content-type": "application/json",
+    };
+  }
+
+  it("answers url_verification with the challenge", async () => {
+    const body = JSON.stringify({ type: "url_verification", challenge: "abc123" });
+    const response = await client.call("POST", "/webhooks/slack", {
+      body,
+      headers: await signed(body),
+    });
+    expect(await response.json()).toEqual({ challenge: "abc123" });
+  });
+
+  it("refuses a wrong signature, a replay older than five minutes and missing headers", async () => {
+    const body = JSON.stringify({
+      type: "event_callback",
+      event_id: "Ev1",
+      event: { type: "message", channel: "C1" },
+    });
+    const replay = await signed(body, nowSeconds(-301));
+    const wrong = {
+      ...(await signed(body)),
+      "x-slack-signature": await slackSignature("other-secret", nowSeconds(), body),
+    };
+    const before = await inboxCount();
+    for (const headers of [replay, wrong, { "content-type": "application/json" }]) {
+      const response = await client.call("POST", "/webhooks/slack", { body, headers });
+      expect(await errorOf(response)).toMatchObject({ status: 401, code: "webhook_unauthorized" });
+    }
+    expect(await inboxCount()).toBe(before);
+  });
+});
+
+describe("webhooks of unconfigured platforms", () => {
+  it("answer 404", async () => {
+    const bare = new RelayClient(env);
+    expect((await bare.call("POST", "/webhooks/telegram", { body: "{}" })).status).toBe(404);
+    expect((await bare.call("POST", "/webhooks/other", { body: "{}" })).status).toBe(404);
+  });
+});

@@ -1,0 +1,331 @@
+import { createHash, randomBytes } from "node:crypto";
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import { gunzipSync } from "node:zlib";
+
+/**
+ * A stand-in for the relay on 127.0.0.1 that speaks the routes of docs/api.md the shim uses for
+ * send, --to and pull, records every request, and can be told to misbehave per file or
+ * destination. The shim's behaviour is tested against it exactly; end-to-end tests against the
+ * real relay live elsewhere.
+ */
+
+export const TOKEN = "fake-session-token";
+
+/** One request as the fake relay received it. */
+export interface Call {
+  method: string;
+  path: string;
+  headers: http.IncomingHttpHeaders;
+  /** The body parsed as JSON, when it was JSON. */
+  json?: unknown;
+}
+
+export interface FileRecord {
+  fileId: string;
+  name: string;
+  size: number;
+  sha256: string;
+  contentType: string;
+  createdAt: string;
+  expiresAt: string;
+  url: string;
+  sessionId: string;
+  deduped: boolean;
+}
+
+export interface InboxItem {
+  itemId: string;
+  source: string;
+  name: string;
+  size: number;
+  sha256: string;
+  contentType: string;
+  createdAt: string;
+  file: FileRecord;
+}
+
+export interface DeliveryRecord {
+  deliveryId: string;
+  fileId: string;
+  to: string;
+  mode: "native" | "link";
+  method: string;
+  status: "delivered";
+  messageId: string;
+  error: null;
+  createdAt: string;
+}
+
+/** An answer the fake relay gives instead of the normal one. */
+export interface Refusal {
+  status: number;
+  code?: string;
+  message?: string;
+  headers?: Record<string, string>;
+}
+
+/** How `GET /v1/files/:id/content` serves a file. */
+export interface ContentOverride {
+  /** Bytes to send instead of the file's own. */
+  body?: Buffer;
+  /** The ETag's SHA-256, or null for no ETag (default: the file's SHA-256). */
+  etag?: string | null;
+  /** Cut the connection after sending this many bytes. */
+  cutAfter?: number;
+  /** Answer with an error instead. */
+  refuse?: Refusal;
+}
+
+/**
+ * Decides a delivery's answer: a refusal, or a record with the given mode and method. `attempt`
+ * counts the requests with this Idempotency-Key before this one.
+ */
+export type DeliveryRule = (
+  to: string,
+  attempt: number,
+) => Refusal | { mode: "native" | "link"; method: string } | undefined;
+
+export interface FakeRelay {
+  url: string;
+  calls: Call[];
+  /** Files by id, with their bytes. */
+  files: Map<string, FileRecord & { bytes: Buffer }>;
+  /** Items still in the inbox, by id. */
+  inbox: Map<string, InboxItem>;
+  /** Item ids acknowledged, in order. */
+  acked: string[];
+  /** Deliveries made, one per Idempotency-Key (or per request without one). */
+  deliveries: DeliveryRecord[];
+  /** Puts a file in the inbox; returns the item. */
+  addInboxItem(
+    name: string,
+    bytes: Buffer,
+    options?: { source?: string; content?: ContentOverride },
+  ): InboxItem;
+  /** Replaces how deliveries are answered (default: native `sendDocument`). */
+  setDeliveryRule(rule: DeliveryRule): void;
+  /** Runs before each answer, with the request: a test can look at the disk at that moment. */
+  onCall(hook: ((call: Call) => void) | undefined): void;
+  /** Requests of `METHOD /path` form, in order. */
+  routes(): string[];
+  stop(): Promise<void>;
+}
+
+const sha256 = (bytes: Buffer) => createHash("sha256").update(bytes).digest("hex");
+const id = (prefix: string) => `${prefix}_${randomBytes(6).toString("hex")}`;
+
+export async function startFakeRelay(): Promise<FakeRelay> {
+  const calls: Call[] = [];
+  const files = new Map<string, FileRecord & { bytes: Buffer }>();
+  const contentOverrides = new Map<string, ContentOverride>();
+  const inbox = new Map<string, InboxItem>();
+  const acked: string[] = [];
+  const deliveries: DeliveryRecord[] = [];
+  const deliveriesByKey = new Map<string, DeliveryRecord>();
+  const attemptsByKey = new Map<string, number>();
+  const uploads = new Map<
+    string,
+    { name: string; contentType: string; encoding: string; bytes?: Buffer }
+  >();
+  let rule: DeliveryRule = () => undefined;
+  let hook: ((call: Call) => void) | undefined;
+  let base = "";
+
+  function addFile(name: string, bytes: Buffer, contentType: string): FileRecord {
+    const now = new Date();
+    const record: FileRecord = {
+      fileId: id("f"),
+      name,
+      size: bytes.length,
+      sha256: sha256(bytes),
+      contentType,
+      createdAt: now.toISOString(),
+      expiresAt: new Date(now.getTime() + 86_400_000).toISOString(),
+      url: `${base}/d/${randomBytes(12).toString("hex")}`,
+      sessionId: "s_fake",
+      deduped: false,
+    };
+    files.set(record.fileId, { ...record, bytes });
+    return record;
+  }
+
+  const server = http.createServer(async (req, res) => {
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    const raw = Buffer.concat(chunks);
+    const path = (req.url ?? "/").split("?")[0]!;
+    const call: Call = { method: req.method ?? "GET", path, headers: req.headers };
+    if (req.headers["content-type"]?.startsWith("application/json")) {
+      try {
+        call.json = JSON.parse(raw.toString("utf8"));
+      } catch {
+        call.json = raw.toString("utf8");
+      }
+    }
+    calls.push(call);
+    hook?.(call);
+
+    const json = (status: number, body: unknown, headers: Record<string, string> = {}) => {
+      const text = JSON.stringify(body);
+      res.writeHead(status, {
+        "content-type": "application/json",
+        "content-length": String(Buffer.byteLength(text)),
+        ...headers,
+      });
+      res.end(text);
+    };
+    const refuse = (r: Refusal) =>
+      json(
+        r.status,
+        { error: { code: r.code ?? "error", message: r.message ?? "refused" } },
+        r.headers,
+      );
+
+    if (path.startsWith("/v1/") && req.headers.authorization !== `Bearer ${TOKEN}`) {
+      return refuse({ status: 401, code: "unauthorized", message: "bad token" });
+    }
+    const route = `${call.method} ${path}`;
+    let m: RegExpExecArray | null;
+
+    if (route === "POST /v1/uploads") {
+      const body = call.json as {
+        name: string;
+        sha256: string;
+        contentType?: string;
+        encoding?: string;
+        storedSize?: number;
+      };
+      if (body.storedSize === undefined) return json(200, { status: "missing" });
+      const uploadId = id("u");
+      uploads.set(uploadId, {
+        name: body.name,
+        contentType: body.contentType ?? "application/octet-stream",
+        encoding: body.encoding ?? "identity",
+      });
+      return json(201, {
+        status: "upload",
+        uploadId,
+        expiresAt: new Date(Date.now() + 3_600_000).toISOString(),
+        put: {
+          method: "PUT",
+          url: `${base}/blob/${uploadId}`,
+          headers: { "content-length": String(body.storedSize) },
+        },
+      });
+    }
+    if (call.method === "PUT" && (m = /^\/blob\/([^/]+)$/.exec(path))) {
+      const upload = uploads.get(m[1]!);
+      if (!upload) return refuse({ status: 404, code: "upload_not_found" });
+      upload.bytes = raw;
+      res.writeHead(200).end();
+      return;
+    }
+    if (call.method === "POST" && (m = /^\/v1\/uploads\/([^/]+)\/complete$/.exec(path))) {
+      const upload = uploads.get(m[1]!);
+      if (!upload?.bytes) return refuse({ status: 409, code: "upload_not_uploaded" });
+      const original = upload.encoding === "gzip" ? gunzipSync(upload.bytes) : upload.bytes;
+      return json(201, addFile(upload.name, original, upload.contentType));
+    }
+    if (call.method === "POST" && (m = /^\/v1\/files\/([^/]+)\/deliveries$/.exec(path))) {
+      const file = files.get(decodeURIComponent(m[1]!));
+      if (!file) return refuse({ status: 404, code: "file_not_found" });
+      const { to } = call.json as { to: string; caption?: string };
+      const key = req.headers["idempotency-key"] as string | undefined;
+      const attempt = key === undefined ? 0 : (attemptsByKey.get(key) ?? 0);
+      if (key !== undefined) attemptsByKey.set(key, attempt + 1);
+      const earlier = key === undefined ? undefined : deliveriesByKey.get(key);
+      if (earlier) return json(201, earlier);
+      const answer = rule(to, attempt) ?? { mode: "native", method: "sendDocument" };
+      if ("status" in answer) return refuse(answer);
+      const record: DeliveryRecord = {
+        deliveryId: id("d"),
+        fileId: file.fileId,
+        to,
+        mode: answer.mode,
+        method: answer.method,
+        status: "delivered",
+        messageId: String(deliveries.length + 1),
+        error: null,
+        createdAt: new Date().toISOString(),
+      };
+      deliveries.push(record);
+      if (key !== undefined) deliveriesByKey.set(key, record);
+      return json(201, record);
+    }
+    if (route === "GET /v1/inbox") {
+      return json(200, { items: [...inbox.values()] });
+    }
+    if (call.method === "POST" && (m = /^\/v1\/inbox\/([^/]+)\/ack$/.exec(path))) {
+      const itemId = decodeURIComponent(m[1]!);
+      if (!inbox.delete(itemId) && !acked.includes(itemId)) {
+        return refuse({ status: 404, code: "inbox_item_not_found" });
+      }
+      acked.push(itemId);
+      return json(200, { itemId, ackedAt: new Date().toISOString() });
+    }
+    if (call.method === "GET" && (m = /^\/v1\/files\/([^/]+)\/content$/.exec(path))) {
+      const fileId = decodeURIComponent(m[1]!);
+      const file = files.get(fileId);
+      if (!file) return refuse({ status: 404, code: "file_not_found" });
+      const override = contentOverrides.get(fileId) ?? {};
+      if (override.refuse) return refuse(override.refuse);
+      const body = override.body ?? file.bytes;
+      const etag = override.etag === undefined ? file.sha256 : override.etag;
+      res.writeHead(200, {
+        "content-type": file.contentType,
+        "content-length": String(body.length),
+        "content-disposition": `attachment; filename="download"; filename*=UTF-8''${encodeURIComponent(file.name)}`,
+        ...(etag === null ? {} : { etag: `"${etag}"` }),
+      });
+      if (override.cutAfter !== undefined) {
+        res.write(body.subarray(0, override.cutAfter), () => res.socket?.destroy());
+        return;
+      }
+      res.end(body);
+      return;
+    }
+    refuse({ status: 404, code: "not_found", message: `no route ${route}` });
+  });
+
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+
+  return {
+    url: base,
+    calls,
+    files,
+    inbox,
+    acked,
+    deliveries,
+    addInboxItem(name, bytes, options = {}) {
+      const file = addFile(name, bytes, "application/octet-stream");
+      if (options.content) contentOverrides.set(file.fileId, options.content);
+      const item: InboxItem = {
+        itemId: id("i"),
+        source: options.source ?? "telegram:42",
+        name,
+        size: bytes.length,
+        sha256: file.sha256,
+        contentType: file.contentType,
+        createdAt: new Date().toISOString(),
+        file,
+      };
+      inbox.set(item.itemId, item);
+      return item;
+    },
+    setDeliveryRule(next) {
+      rule = next;
+    },
+    onCall(next) {
+      hook = next;
+    },
+    routes() {
+      return calls.map((c) => `${c.method} ${c.path}`);
+    },
+    async stop() {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
+}

@@ -1,0 +1,292 @@
+import { createHash, randomBytes } from "node:crypto";
+import { existsSync, readFileSync, readdirSync } from "node:fs";
+import { mkdir, mkdtemp, readFile, readdir, rm, symlink, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { TOKEN, startFakeRelay, type FakeRelay } from "./fake-relay";
+import { RUNTIMES, failureLine, prepareShim, runShim } from "./run-shim";
+
+const sha256 = (bytes: Uint8Array) => createHash("sha256").update(bytes).digest("hex");
+
+let root: string;
+
+beforeAll(async () => {
+  prepareShim();
+  root = await mkdtemp(join(tmpdir(), "airlock-shim-pull-"));
+});
+
+afterAll(async () => {
+  if (root) await rm(root, { recursive: true, force: true });
+});
+
+describe.each(RUNTIMES)("airlock pull under $name", ({ node }) => {
+  let relay: FakeRelay;
+  /** A fresh directory per test, holding the --dir (so that escapes from it would show). */
+  let base: string;
+  let dir: string;
+
+  beforeEach(async () => {
+    relay = await startFakeRelay();
+    base = await mkdtemp(join(root, "t-"));
+    dir = join(base, "sandbox", "uploads");
+  });
+
+  afterEach(async () => {
+    relay.onCall(undefined);
+    await relay.stop();
+  });
+
+  const pull = (args: string[] = [], env: Record<string, string> = {}) =>
+    runShim(["pull", "--dir", dir, ...args], {
+      node,
+      cwd: base,
+      env: {
+        AIRLOCK_URL: relay.url,
+        AIRLOCK_TOKEN: TOKEN,
+        AIRLOCK_RETRIES: "2",
+        AIRLOCK_RETRY_BASE_MS: "10",
+        ...env,
+      },
+    });
+
+  it("writes each file byte-exact, oldest first, acks it only once it is on disk", async () => {
+    const report = randomBytes(42_000);
+    const notes = Buffer.from("remember the milk\n".repeat(20));
+    const first = relay.addInboxItem("report.pdf", report);
+    const second = relay.addInboxItem("notes.txt", notes, { source: "slack:C0FFEE" });
+    // What was on disk when each ack arrived.
+    const onDiskAtAck = new Map<string, string[]>();
+    relay.onCall((call) => {
+      const itemId = /^\/v1\/inbox\/([^/]+)\/ack$/.exec(call.path)?.[1];
+      if (itemId) onDiskAtAck.set(itemId, existsSync(dir) ? readdirSync(dir).sort() : []);
+    });
+
+    const result = await pull();
+    expect(result.stderr).toBe("");
+    expect(result.code).toBe(0);
+    expect(result.stdout).toBe(
+      `[User uploaded: report.pdf (42 KB) at ${join(dir, "report.pdf")}]\n` +
+        `[User uploaded: notes.txt (360 B) at ${join(dir, "notes.txt")}]\n`,
+    );
+    expect(sha256(await readFile(join(dir, "report.pdf")))).toBe(sha256(report));
+    expect(sha256(await readFile(join(dir, "notes.txt")))).toBe(sha256(notes));
+    expect((await readdir(dir)).sort()).toEqual(["notes.txt", "report.pdf"]);
+
+    expect(relay.acked).toEqual([first.itemId, second.itemId]);
+    expect(onDiskAtAck.get(first.itemId)).toEqual(["report.pdf"]);
+    expect(onDiskAtAck.get(second.itemId)).toEqual(["notes.txt", "report.pdf"]);
+    expect(relay.routes()).toEqual([
+      "GET /v1/inbox",
+      `GET /v1/files/${first.file.fileId}/content`,
+      `POST /v1/inbox/${first.itemId}/ack`,
+      `GET /v1/files/${second.file.fileId}/content`,
+      `POST /v1/inbox/${second.itemId}/ack`,
+    ]);
+    expect(relay.calls.every((c) => c.headers.authorization === `Bearer ${TOKEN}`)).toBe(true);
+
+    // The inbox is empty now: nothing is printed, nothing written.
+    const again = await pull();
+    expect(again.code).toBe(0);
+    expect(again.stdout).toBe("");
+    expect(again.stderr).toBe("");
+    expect((await readdir(dir)).sort()).toEqual(["notes.txt", "report.pdf"]);
+  });
+
+  it("prints one JSON object per file with --json", async () => {
+    const bytes = randomBytes(1500);
+    const item = relay.addInboxItem("photo.jpg", bytes, { source: "discord:987" });
+    const result = await pull(["--json"]);
+    expect(result.stderr).toBe("");
+    expect(result.code).toBe(0);
+    const lines = result.stdout.trim().split("\n");
+    expect(lines).toHaveLength(1);
+    expect(JSON.parse(lines[0]!)).toEqual({
+      itemId: item.itemId,
+      fileId: item.file.fileId,
+      name: "photo.jpg",
+      size: 1500,
+      sha256: sha256(bytes),
+      path: join(dir, "photo.jpg"),
+      source: "discord:987",
+    });
+  });
+
+  it("prints nothing, writes nothing and exits 0 when nothing is waiting", async () => {
+    const result = await pull();
+    expect(result).toMatchObject({ code: 0, stdout: "", stderr: "" });
+    expect(relay.routes()).toEqual(["GET /v1/inbox"]);
+    expect(existsSync(dir)).toBe(false);
+  });
+
+  it("defaults to /workspace/uploads", async () => {
+    const result = await runShim(["pull", "--help"], { node });
+    expect(result.code).toBe(0);
+    expect(result.stdout).toContain("--dir <dir>          where pull writes (default: /workspace/uploads");
+  });
+
+  it("keeps every hostile name inside --dir, as one safe component", async () => {
+    const long = "é".repeat(148) + ".txt"; // 300 bytes of UTF-8.
+    const hostile: [string, string][] = [
+      ["../../etc/passwd", "passwd"],
+      ["/abs/path", "path"],
+      ["a\u0000b", "ab"],
+      ["..", "file"],
+      ["", "file (1)"],
+      ["line one\nline two.txt", "line oneline two.txt"],
+      ["..\\..\\win.ini", "win.ini"],
+      [".bashrc", ".bashrc"],
+      ["evil\u202egpj.exe", "evilgpj.exe"],
+      [long, "é".repeat(125) + ".txt"],
+    ];
+    const items = hostile.map(([name], i) => relay.addInboxItem(name, Buffer.from(`file ${i}\n`)));
+
+    const result = await pull();
+    expect(result.stderr).toBe("");
+    expect(result.code).toBe(0);
+    const expectedNames = hostile.map(([, safe]) => safe);
+    expect((await readdir(dir)).sort()).toEqual([...expectedNames].sort());
+    for (const [i, [, safe]] of hostile.entries()) {
+      expect(readFileSync(join(dir, safe), "utf8")).toBe(`file ${i}\n`);
+    }
+    expect(Buffer.byteLength(expectedNames.at(-1)!)).toBeLessThanOrEqual(255);
+    // Nothing escaped: the --dir's parents hold only the way down to it.
+    expect(await readdir(base)).toEqual(["sandbox"]);
+    expect(await readdir(join(base, "sandbox"))).toEqual(["uploads"]);
+    // One line per file, each naming it as written: no name breaks a line.
+    const lines = result.stdout.replace(/\n$/, "").split("\n");
+    expect(lines).toHaveLength(hostile.length);
+    for (const [i, line] of lines.entries()) {
+      const written = join(dir, expectedNames[i]!);
+      expect(line).toMatch(/^\[User uploaded: .+ \(7 B\) at .+\]$/);
+      expect(line.endsWith(` at ${written}]`)).toBe(true);
+    }
+    expect(lines[0]).toBe(`[User uploaded: passwd (7 B) at ${join(dir, "passwd")}]`);
+    expect(lines[5]).toBe(
+      `[User uploaded: line oneline two.txt (7 B) at ${join(dir, "line oneline two.txt")}]`,
+    );
+    expect(relay.acked).toEqual(items.map((item) => item.itemId));
+  });
+
+  it("never overwrites: report.pdf, report (1).pdf, ... and never writes through a symlink", async () => {
+    await mkdir(dir, { recursive: true });
+    await writeFile(join(dir, "report.pdf"), "mine");
+    await writeFile(join(dir, "report (1).pdf"), "mine too");
+    await symlink(join(base, "outside.txt"), join(dir, "link.txt")); // Dangling.
+    const a = randomBytes(3000);
+    const b = randomBytes(3001);
+    relay.addInboxItem("report.pdf", a);
+    relay.addInboxItem("report.pdf", b);
+    relay.addInboxItem("link.txt", Buffer.from("not through the link\n"));
+
+    const result = await pull();
+    expect(result.stderr).toBe("");
+    expect(result.code).toBe(0);
+    expect(result.stdout.split("\n").slice(0, 3)).toEqual([
+      `[User uploaded: report.pdf (3.0 KB) at ${join(dir, "report (2).pdf")}]`,
+      `[User uploaded: report.pdf (3.0 KB) at ${join(dir, "report (3).pdf")}]`,
+      `[User uploaded: link.txt (21 B) at ${join(dir, "link (1).txt")}]`,
+    ]);
+    expect(await readFile(join(dir, "report.pdf"), "utf8")).toBe("mine");
+    expect(await readFile(join(dir, "report (1).pdf"), "utf8")).toBe("mine too");
+    expect(sha256(await readFile(join(dir, "report (2).pdf")))).toBe(sha256(a));
+    expect(sha256(await readFile(join(dir, "report (3).pdf")))).toBe(sha256(b));
+    expect(existsSync(join(base, "outside.txt"))).toBe(false);
+    expect(relay.acked).toHaveLength(3);
+  });
+
+  it("numbers a 255-byte name without going over 255 bytes", async () => {
+    const name = "x".repeat(251) + ".bin";
+    await mkdir(dir, { recursive: true });
+    await writeFile(join(dir, name), "taken");
+    relay.addInboxItem(name, Buffer.from("new"));
+    const result = await pull();
+    expect(result.stderr).toBe("");
+    const written = "x".repeat(247) + " (1).bin";
+    expect(Buffer.byteLength(written)).toBe(255);
+    expect(await readFile(join(dir, written), "utf8")).toBe("new");
+  });
+
+  it.each([
+    ["bytes that do not match the ETag", { body: Buffer.from("tampered!!") }, "the ETag"],
+    [
+      "bytes that do not match the item, without an ETag",
+      { body: Buffer.from("tampered!!"), etag: null },
+      "the expected SHA-256",
+    ],
+  ])(
+    "refuses %s: no file, no partial file, no ack, one line, exit 1; the others still arrive",
+    async (_what, content, against) => {
+      const good = Buffer.from("genuine\n");
+      const bad = relay.addInboxItem("bad.bin", Buffer.from("original!!"), { content });
+      const fine = relay.addInboxItem("fine.txt", good);
+      const result = await pull();
+      expect(result.code).toBe(1);
+      expect(failureLine(result)).toBe(
+        `airlock: the download of bad.bin is corrupt: its SHA-256 does not match ${against}`,
+      );
+      expect(result.stdout).toBe(`[User uploaded: fine.txt (8 B) at ${join(dir, "fine.txt")}]\n`);
+      expect(await readdir(dir)).toEqual(["fine.txt"]);
+      expect(relay.acked).toEqual([fine.itemId]);
+      expect(relay.inbox.has(bad.itemId)).toBe(true);
+      // Corrupt bytes are not retried.
+      expect(relay.routes().filter((r) => r.includes(bad.file.fileId))).toHaveLength(1);
+    },
+  );
+
+  it("refuses an ETag that disagrees with the item before writing anything", async () => {
+    const other = randomBytes(64);
+    const bad = relay.addInboxItem("swapped.bin", randomBytes(64), {
+      content: { body: other, etag: sha256(other) },
+    });
+    const result = await pull();
+    expect(result.code).toBe(1);
+    expect(failureLine(result)).toBe(
+      "airlock: the download of swapped.bin is corrupt: its ETag does not match the expected SHA-256",
+    );
+    expect(await readdir(dir)).toEqual([]);
+    expect(relay.acked).toEqual([]);
+    expect(relay.inbox.has(bad.itemId)).toBe(true);
+  });
+
+  it("reports a file the relay refuses and carries on with the rest", async () => {
+    relay.addInboxItem("gone.bin", randomBytes(10), {
+      content: { refuse: { status: 410, code: "file_expired", message: "the file has expired" } },
+    });
+    const fine = relay.addInboxItem("fine.txt", Buffer.from("ok\n"));
+    const result = await pull();
+    expect(result.code).toBe(1);
+    expect(failureLine(result)).toBe(
+      "airlock: relay refused download of gone.bin: file_expired: the file has expired",
+    );
+    expect(await readdir(dir)).toEqual(["fine.txt"]);
+    expect(relay.acked).toEqual([fine.itemId]);
+  });
+
+  it("leaves no partial file when the connection keeps dropping, and stops there", async () => {
+    const bytes = randomBytes(200_000);
+    const cut = relay.addInboxItem("big.bin", bytes, { content: { cutAfter: 50_000 } });
+    relay.addInboxItem("later.txt", Buffer.from("later\n"));
+    const result = await pull();
+    expect(result.code).toBe(1);
+    expect(failureLine(result)).toMatch(
+      /^airlock: cannot reach relay at http:\/\/127\.0\.0\.1:\d+: .+ \(after 2 attempts\)$/,
+    );
+    expect(result.stdout).toBe("");
+    expect(await readdir(dir)).toEqual([]);
+    expect(relay.acked).toEqual([]);
+    expect(relay.routes().filter((r) => r.includes(cut.file.fileId))).toHaveLength(2);
+  });
+
+  it("is a usage error to pass a path instead of --dir", async () => {
+    const result = await runShim(["pull", "somewhere"], {
+      node,
+      env: { AIRLOCK_URL: relay.url, AIRLOCK_TOKEN: TOKEN },
+    });
+    expect(result.code).toBe(2);
+    expect(failureLine(result)).toBe(
+      "airlock: pull takes no arguments; usage: airlock pull [--dir <dir>] [--json]",
+    );
+    expect(relay.calls).toEqual([]);
+  });
+});
