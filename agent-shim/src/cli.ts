@@ -1,13 +1,14 @@
 import { parseCommandArgs } from "./args.js";
 import { get } from "./commands/get.js";
 import { ls } from "./commands/ls.js";
+import { pull } from "./commands/pull.js";
 import { send } from "./commands/send.js";
 import { UsageError } from "./errors.js";
 import { HELP, USAGE } from "./help.js";
 import { exitQuietlyOnClosedStdout, fail, print } from "./output.js";
 import { VERSION } from "./version.js";
 
-const COMMANDS: Record<string, (args: string[]) => Promise<void>> = { send, get, ls };
+const COMMANDS: Record<string, (args: string[]) => Promise<void>> = { send, get, pull, ls };
 
 /** Dispatches `airlock <command> ...`, or answers the global flags. */
 async function main(argv: string[]): Promise<void> {
@@ -16,7 +17,6 @@ async function main(argv: string[]): Promise<void> {
   const run = COMMANDS[command];
   if (run) return run(rest);
   if (command === "help") return print(HELP);
-  if (command === "pull") throw new UsageError("pull is not supported yet");
   if (!command.startsWith("-")) {
     throw new UsageError(`unknown command ${command}; usage: ${USAGE.global}`);
   }

@@ -22,6 +22,32 @@ export class UsageError extends CliError {
   }
 }
 
+/** A server's final answer refusing a request: its status, and the error body's code if any. */
+export class RefusalError extends CliError {
+  constructor(
+    message: string,
+    readonly status: number,
+    /** The refusal in one phrase: `code: message` from the body, or the bare status. */
+    readonly detail: string,
+    /** The error body's code and message, when it has them. */
+    readonly body: { code?: string; message?: string },
+  ) {
+    super(message);
+    this.name = "RefusalError";
+  }
+}
+
+/**
+ * A service that stayed unreachable or failing through every retry: whatever else it would be
+ * asked now is unlikely to fare better.
+ */
+export class UnavailableError extends CliError {
+  constructor(message: string) {
+    super(message);
+    this.name = "UnavailableError";
+  }
+}
+
 /** The connection to a server failed before a complete answer arrived. */
 export class NetworkError extends Error {
   readonly code: string | undefined;

@@ -1,3 +1,5 @@
+import { DEFAULT_PULL_DIR } from "./config.js";
+
 /** One usage line per command, quoted by usage errors. */
 export const USAGE = {
   send: "airlock send <path>... [--to <platform:id>]... [--caption <text>] [--json]",
@@ -13,22 +15,26 @@ export const HELP = `airlock: move files between this sandbox and people, throug
 Usage
   ${USAGE.send}
   ${USAGE.get}
-  ${USAGE.pull}   (not supported yet)
+  ${USAGE.pull}
   ${USAGE.ls}
   airlock --help | --version
 
 Commands
-  send    upload files (hashed, gzipped where it pays, deduplicated) and print each share URL
+  send    upload files (hashed, gzipped where it pays, deduplicated) and print each share URL;
+          with --to, also deliver each file to those chats
   get     download a file by id or share URL, verifying its SHA-256, and print the path written
+  pull    write the files people sent to this sandbox into a directory, verified, never
+          overwriting (report.pdf, then "report (1).pdf"), and print a line per file
   ls      list this session's files
-  pull    fetch files people sent to this sandbox (not supported yet)
 
 Options
-  --to <platform:id>   deliver to a chat, e.g. telegram:12345 (not supported yet)
+  --to <platform:id>   deliver to a chat: telegram:<chatId>, discord:<channelId> or
+                       slack:<channelId>; repeat for several (the session must allow each)
   --caption <text>     caption for --to deliveries
   --json               one JSON object per file per line on stdout
   -o, --output <path>  where get writes: a file, a directory, or - for stdout
                        (default: the file's name in the current directory, never overwritten)
+  --dir <dir>          where pull writes (default: ${DEFAULT_PULL_DIR}, created if missing)
   -h, --help           show this help
   -v, --version        show the version
 
@@ -39,4 +45,5 @@ Environment
   AIRLOCK_RETRY_BASE_MS  first retry delay in milliseconds, doubled each time (default 250)
   AIRLOCK_GZIP_LEVEL     gzip level 1-9 used when compressing pays (default 1)
 
-Exit status: 0 success, 1 failure, 2 usage or configuration error.`;
+Exit status: 0 success, 1 failure (a failed delivery or pulled file included: the
+others still go through), 2 usage or configuration error.`;

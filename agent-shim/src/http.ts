@@ -1,7 +1,7 @@
 import * as http from "node:http";
 import * as https from "node:https";
 import type { Readable } from "node:stream";
-import { NetworkError } from "./errors.js";
+import { NetworkError, RefusalError, RetryableStatusError } from "./errors.js";
 import { USER_AGENT } from "./version.js";
 
 /** A socket idle this long (no bytes either way) is given up as timed out. */
@@ -74,22 +74,51 @@ export async function readText(res: http.IncomingMessage): Promise<string> {
   return Buffer.concat(chunks).toString("utf8").slice(0, MAX_TEXT_BYTES);
 }
 
-/**
- * Explains an error response in one phrase: the relay's `{ error: { code, message } }`, S3's XML
- * `<Code>`/`<Message>`, or the bare status.
- */
-export function describeErrorBody(status: number, text: string): string {
+/** The code and message of an error body: the relay's `{ error: { code, message } }` or S3's XML. */
+interface ErrorBody {
+  code?: string;
+  message?: string;
+}
+
+/** Reads the relay's `{ error: { code, message } }` or S3's XML `<Code>`/`<Message>`. */
+function parseErrorBody(text: string): ErrorBody {
   try {
     const parsed = JSON.parse(text) as { error?: { code?: unknown; message?: unknown } };
     const { code, message } = parsed.error ?? {};
-    if (typeof code === "string") return typeof message === "string" ? `${code}: ${message}` : code;
+    if (typeof code === "string") {
+      return typeof message === "string" ? { code, message } : { code };
+    }
   } catch {
     // Not JSON: try S3's XML below.
   }
   const code = /<Code>([^<]*)<\/Code>/.exec(text)?.[1];
   const message = /<Message>([^<]*)<\/Message>/.exec(text)?.[1];
+  return code ? { code, message } : {};
+}
+
+/** Explains an error response in one phrase: `code: message`, the code alone, or the bare status. */
+function describe(status: number, { code, message }: ErrorBody): string {
   if (code) return message ? `${code}: ${message}` : code;
   return `HTTP ${status} ${http.STATUS_CODES[status] ?? ""}`.trim();
+}
+
+/**
+ * The error for a response that is not a success: a `RetryableStatusError` when `retryable` says
+ * so (by default for 429 and 5xx), else a `RefusalError` whose message is `<refused>: <detail>`.
+ */
+export function statusError(
+  res: http.IncomingMessage,
+  text: string,
+  refused: string,
+  retryable: (status: number, code: string | undefined) => boolean = isRetryableStatus,
+): Error {
+  const status = res.statusCode ?? 0;
+  const body = parseErrorBody(text);
+  const detail = describe(status, body);
+  if (retryable(status, body.code)) {
+    return new RetryableStatusError(status, detail, retryAfterMs(res));
+  }
+  return new RefusalError(`${refused}: ${detail}`, status, detail, body);
 }
 
 /** The delay a `Retry-After` header asks for, when it gives seconds. */

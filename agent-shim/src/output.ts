@@ -14,15 +14,22 @@ export function note(line: string): void {
 }
 
 /**
+ * Reports a failure that does not stop the command (one delivery, one pulled file) as one
+ * `airlock: ` line on stderr, like `fail` does for the failure that ends it.
+ */
+export function warn(message: string): void {
+  // A progress bar may be on the current line of a terminal.
+  const clear = process.stderr.isTTY ? "\r\x1b[2K" : "";
+  process.stderr.write(`${clear}airlock: ${oneLine(message)}\n`);
+}
+
+/**
  * Reports `err` as exactly one `airlock: ` line on stderr and exits: 2 for usage errors, 1 for
  * everything else. Never a stack trace, unless `AIRLOCK_DEBUG` asks for one.
  */
 export function fail(err: unknown): never {
   const known = err instanceof CliError;
-  const message = known ? err.message : `unexpected error: ${messageOf(err)}`;
-  // A progress bar may be on the current line of a terminal.
-  const clear = process.stderr.isTTY ? "\r\x1b[2K" : "";
-  process.stderr.write(`${clear}airlock: ${oneLine(message)}\n`);
+  warn(known ? err.message : `unexpected error: ${messageOf(err)}`);
   if (process.env.AIRLOCK_DEBUG && err instanceof Error && err.stack) {
     process.stderr.write(err.stack + "\n");
   }

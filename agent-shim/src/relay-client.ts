@@ -1,6 +1,7 @@
+import { createHash } from "node:crypto";
 import type { RelayConfig, RetryPolicy } from "./config.js";
-import { CliError, RetryableStatusError } from "./errors.js";
-import { describeErrorBody, isRetryableStatus, readText, request, retryAfterMs } from "./http.js";
+import { CliError } from "./errors.js";
+import { isRetryableStatus, readText, request, statusError } from "./http.js";
 import { withRetry } from "./retry.js";
 
 /** A stored file as the relay describes it (docs/api.md, "Files"). */
@@ -40,6 +41,51 @@ export type UploadAnswer =
   | { status: "deduped"; file: FileRecord }
   | { status: "missing" }
   | { status: "upload"; uploadId: string; expiresAt: string; put: PutInstructions };
+
+/** One delivery of a file to a chat (docs/api.md, "Files"). */
+export interface DeliveryRecord {
+  deliveryId: string;
+  fileId: string;
+  to: string;
+  mode: "native" | "link";
+  method: string;
+  /** `delivered`, or `failed` when a repeated Idempotency-Key returns a failed first attempt. */
+  status: string;
+  messageId: string | null;
+  /** Why it failed, when it did. */
+  error: string | null;
+  createdAt: string;
+}
+
+/** A file someone sent to this sandbox, waiting to be pulled (docs/api.md, "Inbox"). */
+export interface InboxItem {
+  itemId: string;
+  /** `telegram:<chatId>`, `discord:<channelId>`, `slack:<channelId>` or `operator`. */
+  source: string;
+  name: string;
+  size: number;
+  sha256: string;
+  contentType: string;
+  createdAt: string;
+  file: FileRecord;
+  /** Not in the documented shape (the id is `file.fileId`), but accepted. */
+  fileId?: string;
+}
+
+/**
+ * Relay error codes that override the status's usual verdict. The platform refused a delivery
+ * (502), could not be reached through the relay's own retries (504) or is not set up (503): the
+ * failure is recorded under the Idempotency-Key, so asking again changes nothing. A delivery with
+ * the same key still being sent (409) is worth asking again: a retry will find it finished.
+ */
+const FINAL_CODES = new Set(["delivery_failed", "platform_unreachable", "platform_not_configured"]);
+const RETRYABLE_CODES = new Set(["delivery_in_progress"]);
+
+function isRetryable(status: number, code: string | undefined): boolean {
+  if (code !== undefined && FINAL_CODES.has(code)) return false;
+  if (code !== undefined && RETRYABLE_CODES.has(code)) return true;
+  return isRetryableStatus(status);
+}
 
 /** A request for a file's bytes, ready for `download`. */
 export interface ContentRequest {
@@ -82,6 +128,40 @@ export class RelayClient {
     return this.call("GET", `/v1/files/${encodeURIComponent(fileId)}`, `lookup of file ${fileId}`);
   }
 
+  /**
+   * Delivers a file to a chat. The `Idempotency-Key` is derived from the file, destination and
+   * caption, so a retried request (or the same delivery asked for again) never posts twice.
+   */
+  deliver(
+    fileId: string,
+    to: string,
+    caption: string | undefined,
+    name: string,
+  ): Promise<DeliveryRecord> {
+    const path = `/v1/files/${encodeURIComponent(fileId)}/deliveries`;
+    const key = createHash("sha256")
+      .update(JSON.stringify([fileId, to, caption ?? null]))
+      .digest("hex");
+    const action = `delivery of ${name} to ${to}`;
+    return this.call<DeliveryRecord>("POST", path, action, { to, caption }, key);
+  }
+
+  /** Files waiting for this sandbox, oldest first. */
+  async listInbox(): Promise<InboxItem[]> {
+    const answer = await this.call<{ items?: InboxItem[] }>(
+      "GET",
+      "/v1/inbox",
+      "listing the inbox",
+    );
+    return answer.items ?? [];
+  }
+
+  /** Takes an item out of the inbox, once its file is safely written. */
+  async ack(itemId: string, name: string): Promise<void> {
+    const path = `/v1/inbox/${encodeURIComponent(itemId)}/ack`;
+    await this.call("POST", path, `acknowledging ${name}`);
+  }
+
   /** The authenticated request for a file's original bytes. */
   contentRequest(fileId: string): ContentRequest {
     return {
@@ -95,11 +175,18 @@ export class RelayClient {
     return this.config.url;
   }
 
-  private call<T>(method: string, path: string, action: string, json?: unknown): Promise<T> {
+  private call<T>(
+    method: string,
+    path: string,
+    action: string,
+    json?: unknown,
+    idempotencyKey?: string,
+  ): Promise<T> {
     const headers: Record<string, string> = {
       authorization: `Bearer ${this.config.token}`,
       accept: "application/json",
     };
+    if (idempotencyKey !== undefined) headers["idempotency-key"] = idempotencyKey;
     let body: Buffer | undefined;
     if (method !== "GET") {
       body = Buffer.from(json === undefined ? "" : JSON.stringify(json));
@@ -112,11 +199,7 @@ export class RelayClient {
       const text = await readText(res);
       const status = res.statusCode ?? 0;
       if (status >= 200 && status < 300) return parseJson<T>(text, action);
-      const detail = describeErrorBody(status, text);
-      if (isRetryableStatus(status)) {
-        throw new RetryableStatusError(status, detail, retryAfterMs(res));
-      }
-      throw new CliError(`relay refused ${action}: ${detail}`);
+      throw statusError(res, text, `relay refused ${action}`, isRetryable);
     });
   }
 }

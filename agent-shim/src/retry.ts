@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import type { RetryPolicy } from "./config.js";
-import { CliError, NetworkError, RetryableStatusError } from "./errors.js";
+import { NetworkError, RetryableStatusError, UnavailableError } from "./errors.js";
 
 /** Network failures that may well succeed on another try. */
 const TRANSIENT_CODES = new Set(["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "EPIPE", "EAI_AGAIN"]);
@@ -51,10 +51,14 @@ function isTransient(err: unknown): boolean {
 function giveUp(err: unknown, target: RetryTarget, tries: number): unknown {
   const after = tries > 0 ? ` (after ${tries} attempt${tries === 1 ? "" : "s"})` : "";
   if (err instanceof NetworkError) {
-    return new CliError(`cannot reach ${target.service} at ${target.url}: ${err.message}${after}`);
+    return new UnavailableError(
+      `cannot reach ${target.service} at ${target.url}: ${err.message}${after}`,
+    );
   }
   if (err instanceof RetryableStatusError) {
-    return new CliError(`${target.service} error during ${target.action}: ${err.message}${after}`);
+    return new UnavailableError(
+      `${target.service} error during ${target.action}: ${err.message}${after}`,
+    );
   }
   return err;
 }

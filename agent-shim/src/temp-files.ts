@@ -1,7 +1,9 @@
 import { randomBytes } from "node:crypto";
 import { rmSync } from "node:fs";
-import { rm } from "node:fs/promises";
+import { link, open, rename, rm } from "node:fs/promises";
 import { join } from "node:path";
+import { CliError, errorCode, fsError } from "./errors.js";
+import { numberedFileName } from "./file-names.js";
 
 /** Temp files this process created and has not yet removed or kept. */
 const live = new Set<string>();
@@ -22,6 +24,50 @@ export function tempPath(dir: string, prefix: string, suffix: string): string {
 export async function releaseTemp(path: string): Promise<void> {
   live.delete(path);
   await rm(path, { force: true });
+}
+
+/** How many numbered names `keepTemp` tries before giving up. */
+const MAX_NUMBERED = 10_000;
+/** What `link` fails with where a file system has no hard links. */
+const NO_HARD_LINKS = new Set(["EPERM", "ENOTSUP", "EOPNOTSUPP", "ENOSYS", "EXDEV"]);
+
+/**
+ * Gives a finished temp file its name in `dir` without ever replacing a file: `name`, or when
+ * `numbered` and that is taken, `name (1)`, `name (2)`, ... Each name is claimed atomically (a hard
+ * link, or an exclusive create that the rename then replaces), so a concurrent writer can take a
+ * name but never clobber one. Returns the path; without `numbered`, a taken name is an error.
+ */
+export async function keepTemp(
+  temp: string,
+  dir: string,
+  name: string,
+  numbered: boolean,
+): Promise<string> {
+  for (let n = 0; n <= (numbered ? MAX_NUMBERED : 0); n++) {
+    const path = join(dir, numberedFileName(name, n));
+    try {
+      await claim(temp, path);
+      return path;
+    } catch (err) {
+      if (errorCode(err) !== "EEXIST") throw fsError("write", path, err);
+      if (!numbered) throw new CliError(`${path} already exists; name it with -o to overwrite it`);
+    }
+  }
+  throw new CliError(`cannot write ${name} in ${dir}: too many files by that name`);
+}
+
+async function claim(temp: string, path: string): Promise<void> {
+  try {
+    await link(temp, path);
+  } catch (err) {
+    if (!NO_HARD_LINKS.has(errorCode(err) ?? "")) throw err;
+    await (await open(path, "wx")).close();
+    await rename(temp, path).catch(async (renameError: unknown) => {
+      await rm(path, { force: true });
+      throw renameError;
+    });
+  }
+  await releaseTemp(temp); // Linked: the temp name goes; renamed: a no-op.
 }
 
 function removeAllNow(): void {

@@ -1,8 +1,8 @@
 import { createReadStream } from "node:fs";
 import type { RetryPolicy } from "./config.js";
 import { DigestStream } from "./digest.js";
-import { CliError, RetryableStatusError, fsError } from "./errors.js";
-import { describeErrorBody, isRetryableStatus, readText, request, retryAfterMs } from "./http.js";
+import { fsError } from "./errors.js";
+import { readText, request, statusError } from "./http.js";
 import { changedWhileSending, type StoredBytes } from "./prepare.js";
 import { Progress } from "./progress.js";
 import type { PutInstructions } from "./relay-client.js";
@@ -41,11 +41,7 @@ export async function putStoredBytes(
       const text = await readText(res);
       const status = res.statusCode ?? 0;
       if (status >= 200 && status < 300) return;
-      const detail = describeErrorBody(status, text);
-      if (isRetryableStatus(status)) {
-        throw new RetryableStatusError(status, detail, retryAfterMs(res));
-      }
-      throw new CliError(`storage refused upload of ${label}: ${detail}`);
+      throw statusError(res, text, `storage refused upload of ${label}`);
     });
   } finally {
     progress.finish();

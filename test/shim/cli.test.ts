@@ -83,10 +83,11 @@ describe.each(RUNTIMES)("airlock under $name", ({ node }) => {
     expect(failureLine(result)).toMatch(/^airlock: unknown command frobnicate/);
   });
 
-  it("says pull is not supported yet", async () => {
-    const result = await run(["pull"]);
-    expect(result.code).toBe(2);
-    expect(failureLine(result)).toBe("airlock: pull is not supported yet");
+  it("lists pull and --to in --help, without any 'not supported yet'", async () => {
+    const result = await run(["--help"]);
+    expect(result.stdout).toContain("airlock pull [--dir <dir>] [--json]");
+    expect(result.stdout).toContain("--to <platform:id>");
+    expect(result.stdout).not.toContain("not supported yet");
   });
 
   it("names the missing AIRLOCK_URL, and then the missing AIRLOCK_TOKEN, with exit 2", async () => {
@@ -128,13 +129,23 @@ describe.each(RUNTIMES)("airlock under $name", ({ node }) => {
     );
   });
 
-  it("refuses --to before uploading anything", async () => {
+  it("refuses a malformed --to before uploading anything", async () => {
     const before = seen.length;
     const env = { AIRLOCK_URL: watcherUrl, AIRLOCK_TOKEN: "test-token" };
-    const result = await run(["send", "hello.txt", "--to", "telegram:12345"], env);
+    const result = await run(["send", "hello.txt", "--to", "telegram:12345", "--to", "tg:1"], env);
     expect(result.code).toBe(2);
-    expect(failureLine(result)).toBe("airlock: --to delivery is not supported yet");
+    expect(failureLine(result)).toMatch(/^airlock: --to tg:1 is not telegram:<chatId>, /);
     expect(seen.slice(before)).toEqual([]);
+  });
+
+  it("names an unreachable relay on pull, with exit 1 and nothing written", async () => {
+    const env = { ...relayEnv(), AIRLOCK_RETRIES: "1" };
+    const result = await run(["pull", "--dir", "pulled"], env);
+    expect(result.code).toBe(1);
+    expect(failureLine(result)).toBe(
+      `airlock: cannot reach relay at ${closedUrl}: connection refused (after 1 attempt)`,
+    );
+    expect(result.stdout).toBe("");
   });
 
   it("gives up on a relay that is down after the configured attempts", async () => {

@@ -51,9 +51,9 @@ export interface DeliveryRecord {
   to: string;
   mode: "native" | "link";
   method: string;
-  status: "delivered";
-  messageId: string;
-  error: null;
+  status: "delivered" | "failed";
+  messageId: string | null;
+  error: string | null;
   createdAt: string;
 }
 
@@ -78,13 +78,14 @@ export interface ContentOverride {
 }
 
 /**
- * Decides a delivery's answer: a refusal, or a record with the given mode and method. `attempt`
- * counts the requests with this Idempotency-Key before this one.
+ * Decides a delivery's answer: a refusal, or a record with the given mode and method (and an
+ * error, for a failed attempt recorded under its key, as the relay returns it when asked again).
+ * `attempt` counts the requests with this Idempotency-Key before this one.
  */
 export type DeliveryRule = (
   to: string,
   attempt: number,
-) => Refusal | { mode: "native" | "link"; method: string } | undefined;
+) => Refusal | { mode: "native" | "link"; method: string; error?: string } | undefined;
 
 export interface FakeRelay {
   url: string;
@@ -244,9 +245,9 @@ export async function startFakeRelay(): Promise<FakeRelay> {
         to,
         mode: answer.mode,
         method: answer.method,
-        status: "delivered",
-        messageId: String(deliveries.length + 1),
-        error: null,
+        status: answer.error === undefined ? "delivered" : "failed",
+        messageId: answer.error === undefined ? String(deliveries.length + 1) : null,
+        error: answer.error ?? null,
         createdAt: new Date().toISOString(),
       };
       deliveries.push(record);

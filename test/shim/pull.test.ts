@@ -122,7 +122,9 @@ describe.each(RUNTIMES)("airlock pull under $name", ({ node }) => {
   it("defaults to /workspace/uploads", async () => {
     const result = await runShim(["pull", "--help"], { node });
     expect(result.code).toBe(0);
-    expect(result.stdout).toContain("--dir <dir>          where pull writes (default: /workspace/uploads");
+    expect(result.stdout).toContain(
+      "--dir <dir>          where pull writes (default: /workspace/uploads",
+    );
   });
 
   it("keeps every hostile name inside --dir, as one safe component", async () => {
@@ -193,6 +195,20 @@ describe.each(RUNTIMES)("airlock pull under $name", ({ node }) => {
     expect(sha256(await readFile(join(dir, "report (3).pdf")))).toBe(sha256(b));
     expect(existsSync(join(base, "outside.txt"))).toBe(false);
     expect(relay.acked).toHaveLength(3);
+  });
+
+  it("loses nothing when two pulls write the same names at once", async () => {
+    const contents = Array.from({ length: 6 }, () => randomBytes(20_000));
+    for (const bytes of contents) relay.addInboxItem("same.bin", bytes);
+    const [one, two] = await Promise.all([pull(), pull()]);
+    expect(one.stderr + two.stderr).toBe("");
+    const names = await readdir(dir);
+    expect(names.filter((n) => n.endsWith(".part"))).toEqual([]);
+    const written = await Promise.all(names.map(async (n) => sha256(await readFile(join(dir, n)))));
+    // Every file arrived at least once, and every file on disk is one of them, whole.
+    expect(new Set(written)).toEqual(new Set(contents.map(sha256)));
+    const printed = (one.stdout + two.stdout).trim().split("\n");
+    expect(printed).toHaveLength(names.length);
   });
 
   it("numbers a 255-byte name without going over 255 bytes", async () => {

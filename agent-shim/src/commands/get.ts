@@ -1,8 +1,9 @@
+import { stat } from "node:fs/promises";
 import { parseCommandArgs } from "../args.js";
 import { relayConfig, retryPolicy } from "../config.js";
 import { UsageError } from "../errors.js";
 import { HELP, USAGE } from "../help.js";
-import { download, type DownloadSource } from "../download.js";
+import { download, type DownloadSource, type Output } from "../download.js";
 import { note, print } from "../output.js";
 import { RelayClient } from "../relay-client.js";
 
@@ -24,9 +25,22 @@ export async function get(args: string[]): Promise<void> {
   }
   const policy = retryPolicy();
   const source = /^https?:\/\//i.test(ref) ? shareSource(ref) : await fileSource(ref, policy);
-  const written = await download(source, values.output, policy);
+  const written = await download(source, await output(values.output), policy);
   if (written.path === "-") note(`wrote ${written.name} to stdout`);
   else print(written.path);
+}
+
+/**
+ * `-o`: absent (the file's name here, never overwriting), an existing directory (the file's name
+ * there), `-` (stdout) or any other path (overwritten: it was named explicitly).
+ */
+async function output(option: string | undefined): Promise<Output> {
+  if (option === "-") return { to: "stdout" };
+  const existing = option === undefined ? undefined : await stat(option).catch(() => undefined);
+  if (option === undefined || existing?.isDirectory()) {
+    return { to: "dir", dir: option ?? ".", numbered: false };
+  }
+  return { to: "path", path: option };
 }
 
 /** A share link carries its own authorisation: no token, no AIRLOCK_URL needed. */
@@ -44,7 +58,6 @@ function shareSource(link: string): DownloadSource {
     url: url.href,
     headers: {},
     target: { service: "relay", url: url.origin, action: "download of the shared file" },
-    name: "download",
   };
 }
 

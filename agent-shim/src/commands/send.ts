@@ -2,11 +2,11 @@ import { open, stat } from "node:fs/promises";
 import { basename } from "node:path";
 import { parseCommandArgs } from "../args.js";
 import { gzipLevel, relayConfig, retryPolicy, type RetryPolicy } from "../config.js";
-import { CliError, UsageError, fsError } from "../errors.js";
+import { CliError, RefusalError, UsageError, fsError } from "../errors.js";
 import { HELP, USAGE } from "../help.js";
-import { print } from "../output.js";
+import { note, print, warn } from "../output.js";
 import { gzipPays, gzipToTemp, identity, inspect } from "../prepare.js";
-import { RelayClient, type FileRecord } from "../relay-client.js";
+import { RelayClient, type DeliveryRecord, type FileRecord } from "../relay-client.js";
 import { putStoredBytes } from "../upload.js";
 
 const OPTIONS = {
@@ -15,6 +15,17 @@ const OPTIONS = {
   json: { type: "boolean" },
   help: { type: "boolean", short: "h" },
 } as const;
+
+/** A destination as `--to` takes it; the relay checks the same shapes. */
+const DESTINATION = /^(telegram:-?\d+|discord:\d+|slack:[A-Z0-9]+)$/;
+
+/** A delivery the relay refused or could not be asked for, as `send --json` reports it. */
+export interface FailedDelivery {
+  fileId: string;
+  to: string;
+  status: "failed";
+  error: { code: string | null; message: string };
+}
 
 /** One line of `send --json`. */
 export interface SendResult {
@@ -27,29 +38,77 @@ export interface SendResult {
   deduped: boolean;
   /** Bytes PUT to storage: 0 on a dedup hit, the stored (possibly gzipped) size otherwise. */
   uploadedBytes: number;
-  deliveries: unknown[];
+  deliveries: (DeliveryRecord | FailedDelivery)[];
 }
 
-/** `airlock send <path>...`: checks every path first, then sends each and prints its share URL. */
+/**
+ * `airlock send <path>... [--to <platform:id>]... [--caption <text>]`: checks every path and
+ * destination first, then sends each file, delivers it to each destination, and prints its share
+ * URL. A failed delivery is reported and the rest carry on: the file is sent all the same.
+ */
 export async function send(args: string[]): Promise<void> {
   const { values, positionals: paths } = parseCommandArgs(args, OPTIONS, USAGE.send);
   if (values.help) return print(HELP);
   if (paths.length === 0) {
     throw new UsageError(`send needs at least one path; usage: ${USAGE.send}`);
   }
-  // Refused before anything is uploaded: a file sent without its delivery helps no one.
-  if (values.to) throw new UsageError("--to delivery is not supported yet");
-  if (values.caption !== undefined) {
-    throw new UsageError("--caption needs --to, which is not supported yet");
+  const destinations = [...new Set(values.to ?? [])];
+  for (const to of destinations) {
+    if (!DESTINATION.test(to)) {
+      throw new UsageError(
+        `--to ${to} is not telegram:<chatId>, discord:<channelId> or slack:<channelId>; usage: ${USAGE.send}`,
+      );
+    }
+  }
+  if (values.caption !== undefined && destinations.length === 0) {
+    throw new UsageError(`--caption needs --to; usage: ${USAGE.send}`);
   }
 
   const policy = retryPolicy();
   const relay = new RelayClient(relayConfig(), policy);
   const level = gzipLevel();
   for (const path of paths) await checkSendable(path);
+  let failed = false;
   for (const path of paths) {
     const result = await sendFile(relay, path, level, policy);
-    print(values.json ? JSON.stringify(result) : result.url);
+    if (!values.json) print(result.url); // First: the file is sent, whatever becomes of deliveries.
+    for (const to of destinations) {
+      const delivery = await deliver(relay, result, to, values.caption);
+      failed ||= delivery.status !== "delivered";
+      result.deliveries.push(delivery);
+    }
+    if (values.json) print(JSON.stringify(result));
+  }
+  if (failed) process.exitCode = 1;
+}
+
+/** Delivers one sent file to one destination, reporting the outcome on stderr. */
+async function deliver(
+  relay: RelayClient,
+  file: SendResult,
+  to: string,
+  caption: string | undefined,
+): Promise<DeliveryRecord | FailedDelivery> {
+  try {
+    const record = await relay.deliver(file.fileId, to, caption, file.name);
+    if (record.status !== "delivered") {
+      // A repeated Idempotency-Key answers with the first attempt, which may have failed.
+      const reason = typeof record.error === "string" ? record.error : `it is ${record.status}`;
+      warn(`delivery of ${file.name} to ${to} failed: ${reason}`);
+      return record;
+    }
+    const how = record.mode === "native" ? `native, ${record.method}` : record.mode;
+    note(`delivered ${file.name} to ${to} (${how})`);
+    return record;
+  } catch (err) {
+    if (!(err instanceof CliError)) throw err;
+    const refusal = err instanceof RefusalError ? err : undefined;
+    warn(`delivery of ${file.name} to ${to} failed: ${refusal?.detail ?? err.message}`);
+    const error = {
+      code: refusal?.body.code ?? null,
+      message: refusal?.body.message ?? err.message,
+    };
+    return { fileId: file.fileId, to, status: "failed", error };
   }
 }
 
