@@ -47,8 +47,9 @@ function toDelivery(row: DeliveryRow): Delivery {
 }
 
 /**
- * Records a delivery as sending. With an idempotency key already used by the session,
- * nothing is inserted and the earlier delivery is returned instead.
+ * Records a delivery as sending. With an idempotency key the session already used,
+ * nothing is inserted and the earlier delivery is returned instead — unless that one
+ * failed, in which case it is claimed again for a new attempt.
  */
 export async function claimDelivery(
   db: D1Database,
@@ -72,6 +73,14 @@ export async function claimDelivery(
     )
     .run();
   if (result.meta.changes > 0) return { claimed: true, delivery };
+  const retried = await db
+    .prepare(
+      `UPDATE deliveries SET status = 'sending', error = NULL, mode = ?, method = ?, finished_at = NULL
+       WHERE session_id = ? AND idempotency_key = ? AND status = 'failed' RETURNING *`,
+    )
+    .bind(delivery.mode, delivery.method, delivery.sessionId, delivery.idempotencyKey)
+    .first<DeliveryRow>();
+  if (retried) return { claimed: true, delivery: toDelivery(retried) };
   const earlier = await db
     .prepare("SELECT * FROM deliveries WHERE session_id = ? AND idempotency_key = ?")
     .bind(delivery.sessionId, delivery.idempotencyKey)

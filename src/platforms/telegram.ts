@@ -38,7 +38,8 @@ export class TelegramPlatform implements Platform {
 
   async sendFile(target: string, file: OutgoingFile, caption?: string): Promise<SentMessage> {
     const method = SEND_METHOD[file.kind];
-    const input = new InputFile(async () => iterate(await file.open()), file.name);
+    // grammY's web build takes a stream as an async iterable (it has no lazy suppliers).
+    const input = new InputFile(iterate(await file.open()), file.name);
     const options = caption ? { caption } : {};
     const message = await this.call<Message>(() => {
       switch (method) {

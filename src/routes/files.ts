@@ -36,11 +36,20 @@ export const files = new Hono<AppEnv>()
     return fileResponse(deps.store, file, blob, c.req.raw);
   })
   .post("/:id/deliveries", async (c) => {
-    await visibleFile(c.var.deps, c.var.caller, c.req.param("id"));
-    throw new AppError(
-      "not_implemented",
-      "delivery to chat platforms is not supported by this relay yet",
-    );
+    const { deps, caller } = c.var;
+    const file = await visibleFile(deps, caller, c.req.param("id"));
+    const body = await readJson(c, deliverBody);
+    const key = c.req.header("idempotency-key");
+    if (key !== undefined && (key.length === 0 || key.length > 200)) {
+      throw new AppError("invalid_request", "Idempotency-Key must be 1 to 200 characters");
+    }
+    const origin = new URL(c.req.url).origin;
+    return c.json(await deliverFile(deps, sessionOf(caller), file, body, key, origin), 201);
+  })
+  .get("/:id/deliveries", async (c) => {
+    const file = await visibleFile(c.var.deps, c.var.caller, c.req.param("id"));
+    const deliveries = await listDeliveries(c.var.deps.db, file.id);
+    return c.json({ deliveries: deliveries.map(toDeliveryRecord) });
   });
 
 /** A live file the caller may see; another session's file is reported as missing. */
