@@ -47,11 +47,13 @@ export class R2BlobStore implements BlobStore {
   async put(
     key: string,
     body: ReadableStream | Uint8Array,
-    expected: ExpectedContent,
+    expected: { size: number; sha256Hex?: string },
   ): Promise<void> {
+    const payload = body instanceof Uint8Array ? body : withKnownLength(body, expected.size);
+    const checksum = expected.sha256Hex ? { sha256: expected.sha256Hex } : {};
     let written: R2Object;
     try {
-      written = await this.bucket.put(key, body, { sha256: expected.sha256Hex });
+      written = await this.bucket.put(key, payload, checksum);
     } catch (error) {
       if (/checksum|sha-?256|digest/i.test(String(error))) {
         throw new ContentRejectedError(

@@ -4,7 +4,6 @@ import {
   ContentRejectedError,
   type BlobStore,
   type ByteRange,
-  type ExpectedContent,
   type PutInstructions,
   type UploadUrlRequest,
 } from "./blob-store";
@@ -41,18 +40,12 @@ export class S3BlobStore implements BlobStore {
   async put(
     key: string,
     body: ReadableStream | Uint8Array,
-    expected: ExpectedContent,
+    expected: { size: number; sha256Hex?: string },
   ): Promise<void> {
     const payload = body instanceof Uint8Array ? body : withKnownLength(body, expected.size);
-    const response = await this.http.send(
-      "PUT",
-      key,
-      {
-        "content-length": String(expected.size),
-        "x-amz-checksum-sha256": hexToBase64(expected.sha256Hex),
-      },
-      payload,
-    );
+    const headers: Record<string, string> = { "content-length": String(expected.size) };
+    if (expected.sha256Hex) headers["x-amz-checksum-sha256"] = hexToBase64(expected.sha256Hex);
+    const response = await this.http.send("PUT", key, headers, payload);
     if (response.ok) return;
     const code = await s3ErrorCode(response);
     if (/BadDigest|Checksum/i.test(code)) {

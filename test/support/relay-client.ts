@@ -19,10 +19,13 @@ interface CallOptions {
 export class RelayClient {
   constructor(readonly env: Bindings) {}
 
-  fetch(url: string, init: RequestInit = {}): Promise<Response> {
-    if (url.startsWith(ORIGIN))
-      return Promise.resolve(app.fetch(new Request(url, init), this.env, createExecutionContext()));
-    return fetch(url, init);
+  /** Relay requests also wait for their background work (`waitUntil`), so tests see its effects. */
+  async fetch(url: string, init: RequestInit = {}): Promise<Response> {
+    if (!url.startsWith(ORIGIN)) return fetch(url, init);
+    const ctx = createExecutionContext();
+    const response = await app.fetch(new Request(url, init), this.env, ctx);
+    await waitOnExecutionContext(ctx);
+    return response;
   }
 
   call(method: string, path: string, options: CallOptions = {}): Promise<Response> {
