@@ -13,6 +13,8 @@ const TEST_SIGNING_KEY = "e2e-signing-key-0123456789abcdef0123";
 
 export interface RunningRelay {
   url: string;
+  /** The process group of wrangler and its workerd (for measurements). */
+  processGroup: number;
   adminToken: string;
   mintSession(body?: object): Promise<{ sessionId: string; token: string; expiresAt: string }>;
   stop(): Promise<void>;
@@ -99,6 +101,7 @@ export async function startRelay(options: RelayOptions = {}): Promise<RunningRel
   }
   return {
     url,
+    processGroup: child.pid ?? 0,
     adminToken: TEST_ADMIN_TOKEN,
     async mintSession(body = {}) {
       const response = await fetch(`${url}/v1/sessions`, {

@@ -1,0 +1,91 @@
+// Peak memory of the relay's runtime while it delivers a 50 MB file natively to Telegram.
+// `npm run bench:delivery`. Runs wrangler dev (workerd) against the fake Telegram server,
+// resets workerd's peak-RSS counter (/proc/<pid>/clear_refs), delivers, and reads VmHWM.
+import { execFileSync } from "node:child_process";
+import { createHash, randomBytes } from "node:crypto";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { startTelegramFake } from "../test/fixtures/platforms/telegram-fake";
+import { startRelay } from "../test/support/relay";
+
+const SIZES = [10_000_000, 50_000_000];
+const CHAT = "777";
+
+function workerdPids(processGroup: number): number[] {
+  const out = execFileSync("ps", ["-o", "pid=,comm=", "-g", String(processGroup)], {
+    encoding: "utf8",
+  });
+  return out
+    .split("\n")
+    .map((line) => line.trim().split(/\s+/))
+    .filter(([, comm]) => comm === "workerd")
+    .map(([pid]) => Number(pid));
+}
+
+async function statusKiB(pid: number, field: "VmRSS" | "VmHWM"): Promise<number> {
+  const status = await readFile(`/proc/${pid}/status`, "utf8");
+  return Number(new RegExp(`${field}:\\s+(\\d+)`).exec(status)?.[1] ?? 0);
+}
+
+const mib = (kib: number) => (kib / 1024).toFixed(1);
+
+const telegram = await startTelegramFake({ maxUploadBytes: 60_000_000 });
+const relay = await startRelay({
+  vars: {
+    TELEGRAM_BOT_TOKEN: telegram.token,
+    TELEGRAM_API_ROOT: telegram.url,
+    TELEGRAM_WEBHOOK_SECRET: "bench",
+  },
+});
+const dir = await mkdtemp(join(tmpdir(), "airlock-delivery-bench-"));
+const lines = [
+  "| file | delivery | time (s) | bytes exact | workerd RSS before (MiB) | peak during (MiB) | growth (MiB) |",
+  "| --- | --- | --- | --- | --- | --- | --- |",
+];
+let failed = false;
+try {
+  const session = await relay.mintSession({ destinations: [`telegram:${CHAT}`] });
+  const env = { ...process.env, AIRLOCK_URL: relay.url, AIRLOCK_TOKEN: session.token };
+  const shim = fileURLToPath(new URL("../dist/airlock.mjs", import.meta.url));
+  for (const size of SIZES) {
+    telegram.reset();
+    const bytes = randomBytes(size);
+    const path = join(dir, `video-${size}.bin`);
+    await writeFile(path, bytes);
+    const sent = JSON.parse(
+      execFileSync(process.execPath, [shim, "send", path, "--json"], { env, encoding: "utf8" }),
+    ) as { fileId: string };
+
+    // The runtime process that grows is the one running the Worker; report each.
+    const pids = workerdPids(relay.processGroup);
+    for (const pid of pids) await writeFile(`/proc/${pid}/clear_refs`, "5");
+    const before = await Promise.all(pids.map((pid) => statusKiB(pid, "VmRSS")));
+    const started = Date.now();
+    const response = await fetch(`${relay.url}/v1/files/${sent.fileId}/deliveries`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${session.token}`, "content-type": "application/json" },
+      body: JSON.stringify({ to: `telegram:${CHAT}` }),
+    });
+    const record = (await response.json()) as { mode: string; method: string };
+    const seconds = (Date.now() - started) / 1000;
+    const peaks = await Promise.all(pids.map((pid) => statusKiB(pid, "VmHWM")));
+    const [received] = telegram.requests("sendDocument");
+    const exact = received?.files[0]?.sha256 === createHash("sha256").update(bytes).digest("hex");
+    failed ||= !exact || response.status !== 201;
+    const growth = pids.map((_, i) => peaks[i]! - before[i]!);
+    const worst = growth.indexOf(Math.max(...growth));
+    lines.push(
+      `| ${size / 1e6} MB | ${record.mode} ${record.method} | ${seconds.toFixed(2)} | ${exact} | ` +
+        `${mib(before[worst]!)} | ${mib(peaks[worst]!)} | ${mib(growth[worst]!)} |`,
+    );
+    await rm(path);
+  }
+  console.log(lines.join("\n"));
+  if (failed) process.exitCode = 1;
+} finally {
+  await rm(dir, { recursive: true, force: true });
+  await relay.stop();
+  await telegram.stop();
+}
