@@ -1,0 +1,125 @@
+import { readFileSync } from "node:fs";
+import { cpus, loadavg, totalmem } from "node:os";
+import type { Row } from "./context";
+import type { Dedup } from "./dedup";
+import { formatMs, formatRatio, formatRss, formatSent, formatSize, MiB } from "./format";
+import type { Target } from "./targets";
+
+export interface Report {
+  quick: boolean;
+  runs: number;
+  startedAt: Date;
+  totalMs: number;
+  /** The 1-minute load average when the run started (other work on the machine skews times). */
+  loadAtStart: number;
+  rows: Row[];
+  gzipRows: Row[];
+  stepRows: Row[];
+  dedups: Dedup[];
+  targets: Target[];
+  warnings: string[];
+}
+
+function cpuModel(): string {
+  const line = readFileSync("/proc/cpuinfo", "utf8").match(/^model name\s*:\s*(.+)$/m);
+  return line?.[1]?.trim() ?? cpus()[0]?.model ?? "unknown";
+}
+
+const curlWall = (rows: Row[], row: Row) =>
+  rows.find((r) => r.kind === row.kind && r.size === row.size && r.tool.startsWith("curl"))?.wallMs;
+
+function table(header: string[], body: string[][]): string {
+  const line = (cells: string[]) => `| ${cells.join(" | ")} |`;
+  return [line(header), line(header.map(() => "---")), ...body.map(line)].join("\n");
+}
+
+function rowCells(row: Row, curlMs: number | undefined): string[] {
+  return [
+    row.label,
+    formatSize(row.size),
+    row.tool,
+    String(row.runs),
+    formatMs(row.wallMs),
+    formatRatio(curlMs === undefined ? NaN : row.wallMs / curlMs),
+    formatSent(row.bytesSent, row.size),
+    formatRss(row.rssMiB),
+  ];
+}
+
+const HEADER = [
+  "case",
+  "size",
+  "tool",
+  "runs",
+  "wall (median)",
+  "× curl",
+  "bytes sent",
+  "peak RSS",
+];
+
+/** The whole report as markdown. */
+export function renderReport(report: Report): string {
+  const { rows, gzipRows, stepRows, dedups, targets, warnings } = report;
+  const dedupRows = dedups.flatMap((d) => [d.resend, d.sha256sum, d.nodeHash, d.probe]);
+  const out = [
+    "# Airlock send benchmark",
+    "",
+    `- Date: ${report.startedAt.toISOString()}`,
+    `- Mode: ${report.quick ? "--quick (1 and 16 MiB, 1 run each)" : `full (median of ${report.runs} runs up to 128 MiB; 1 run for base64 over exec at 128 MiB and for 1 GiB)`}`,
+    `- Machine: ${cpus().length} cores, ${(totalmem() / 1024 / MiB).toFixed(1)} GiB RAM, ${cpuModel()}, Node ${process.version}`,
+    "- Store: `wrangler dev` (workerd) with local R2 and D1 on loopback (127.0.0.1); R2 backend, so every PUT goes client → relay Worker → local R2",
+    `- Load average (1 min): ${report.loadAtStart.toFixed(2)} at the start, ${loadavg()[0]!.toFixed(2)} at the end`,
+    `- Total benchmark time: ${formatMs(report.totalMs)}`,
+    "",
+    "## Send: airlock vs curl vs base64 over exec",
+    "",
+    table(
+      HEADER,
+      rows.map((row) => rowCells(row, curlWall(rows, row))),
+    ),
+    "",
+    "## gzip level (shim, fresh text each send)",
+    "",
+    table(
+      HEADER,
+      gzipRows.map((row) => rowCells(row, curlWall(rows, row))),
+    ),
+    "",
+    "## Where a gzip send's time goes (the shim's steps done by hand)",
+    "",
+    table(
+      HEADER,
+      stepRows.map((row) => rowCells(row, undefined)),
+    ),
+    "",
+    "## Dedup re-send and what it should cost",
+    "",
+    table(
+      HEADER,
+      dedupRows.map((row) => rowCells(row, undefined)),
+    ),
+    "",
+    "## Targets",
+    "",
+    table(
+      ["target", "measured", "result"],
+      targets.map((t) => [t.name, t.measured, t.result]),
+    ),
+    "",
+    "## Warnings",
+    "",
+    ...(warnings.length ? warnings.map((w) => `- ${w}`) : ["- none"]),
+    "",
+    "## Method",
+    "",
+    "- Files are generated once per size (random bytes; deterministic log-like text) in a temp dir; before every non-dedup send the first 16 bytes (random) or the first line (text) are rewritten, so each send carries unseen content of the same size and kind.",
+    "- Wall time is from spawn to exit of the process (node start-up included for the shim); peak RSS is GNU `time -f %M` of that process (largest over the runs).",
+    "- `curl -T`: identity upload declared untimed (hash + `POST /v1/uploads`), then only the PUT to the presigned URL is timed, with the signed headers; `Expect:` is cleared because `wrangler dev` never answers `100 Continue` and curl would idle 1 s per PUT. Bytes sent = the file size.",
+    "- `airlock send`: `node dist/airlock.mjs send <file> --json`; bytes sent = its `uploadedBytes` (gzip output for text).",
+    "- base64 over exec: 48 KiB raw → 64 KiB base64 per chunk, each appended by its own `sh -c 'printf %s \"$1\" >> out.b64' sh <chunk>`, then `base64 -d`; a driver node process runs it under GNU time. Local spawns only, so a lower bound for a real exec channel; bytes sent = base64 bytes.",
+    "- Steps by hand (largest text size): node zlib level 1 into a temp file (in-process), `curl -T` of the gzip bytes to a gzip-declared upload, then `POST /v1/uploads/:id/complete`, timed in-process: for gzip the relay reads the object back, inflates it and hashes the result before answering.",
+    "- Dedup budget = median `sha256sum` of the file + 2 × median `POST /v1/uploads` probe by curl (a fresh process and connection each).",
+    "",
+  ];
+  return out.join("\n");
+}

@@ -1,0 +1,101 @@
+/**
+ * `npm run bench` (= `node scripts/run-ts.mjs bench/send.bench.ts [--quick] [--out <file>]`):
+ * airlock send vs curl vs base64 over exec on a local relay (wrangler dev, local R2). Prints a
+ * markdown report to stdout; a full run also writes it to bench/results.md (or to --out).
+ */
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { loadavg, tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+import { startRelay, type RunningRelay } from "../test/support/relay";
+import { CHILD_FLAG, transferByExec } from "./base64-exec";
+import type { Context } from "./context";
+import { MiB, formatMs } from "./format";
+import { Meter } from "./measure";
+import { measureAll } from "./plan";
+import { renderReport } from "./report";
+import { assertShimBuilt } from "./shim";
+import { evaluateTargets } from "./targets";
+
+const RESULTS = fileURLToPath(new URL("./results.md", import.meta.url));
+const USAGE = "usage: npm run bench -- [--quick] [--out <file.md>]";
+const OPTIONS = {
+  quick: { type: "boolean" },
+  out: { type: "string" },
+  help: { type: "boolean" },
+} as const;
+
+async function main(): Promise<void> {
+  let values: { quick?: boolean; out?: string; help?: boolean };
+  try {
+    ({ values } = parseArgs({ options: OPTIONS }));
+  } catch (error) {
+    console.error(`${error instanceof Error ? error.message : error}\n${USAGE}`);
+    process.exitCode = 2;
+    return;
+  }
+  if (values.help) return console.log(USAGE);
+  const quick = values.quick === true;
+  const out = values.out ?? (quick ? undefined : RESULTS);
+  const startedAt = new Date();
+  const loadAtStart = loadavg()[0]!;
+  await assertShimBuilt();
+
+  const work = await mkdtemp(join(tmpdir(), "airlock-bench-"));
+  let relay: RunningRelay | undefined;
+  let cleaning: Promise<void> | undefined;
+  const cleanup = () =>
+    (cleaning ??= (async () => {
+      await relay?.stop().catch(() => {});
+      await rm(work, { recursive: true, force: true });
+    })());
+  for (const [signal, code] of [
+    ["SIGINT", 130],
+    ["SIGTERM", 143],
+    ["SIGHUP", 129],
+  ] as const) {
+    process.once(signal, () => void cleanup().finally(() => process.exit(code)));
+  }
+
+  const warnings: string[] = [];
+  const log = (message: string) =>
+    process.stderr.write(`[bench ${formatMs(Date.now() - startedAt.getTime())}] ${message}\n`);
+  try {
+    log("starting the relay (wrangler dev, local R2 + D1)");
+    relay = await startRelay({ vars: { MAX_FILE_BYTES: String(2 * 1024 * MiB) } });
+    const { token } = await relay.mintSession({ ttlSeconds: 86_400 });
+    const ctx: Context = {
+      meter: new Meter(work),
+      session: { url: relay.url, token },
+      tmpDir: work,
+      log,
+      warn: (message) => {
+        warnings.push(message);
+        log(`warning: ${message}`);
+      },
+    };
+    const results = await measureAll(ctx, quick);
+    const targets = evaluateTargets(results);
+    const totalMs = Date.now() - startedAt.getTime();
+    const runs = quick ? 1 : 3;
+    const run = { quick, runs, startedAt, totalMs, loadAtStart, warnings };
+    const markdown = renderReport({ ...run, ...results, targets });
+    process.stdout.write(markdown);
+    if (out) {
+      await writeFile(out, markdown);
+      log(`wrote ${out}`);
+    }
+  } finally {
+    await cleanup();
+  }
+}
+
+if (process.argv[2] === CHILD_FLAG) {
+  transferByExec(process.argv[3]!, process.argv[4]!);
+} else {
+  main().catch((error: unknown) => {
+    console.error(error instanceof Error ? (error.stack ?? error.message) : error);
+    process.exitCode = 1;
+  });
+}

@@ -1,0 +1,49 @@
+import { access } from "node:fs/promises";
+import { fileURLToPath } from "node:url";
+import type { Measured, Meter } from "./measure";
+import type { Session } from "./relay-api";
+
+/** The built shim, as `npm run build:shim` (the `prebench` script) leaves it. */
+export const SHIM = fileURLToPath(new URL("../dist/airlock.mjs", import.meta.url));
+
+/** What `airlock send --json` prints for one file (the fields the benchmark reads). */
+export interface SendJson {
+  fileId: string;
+  size: number;
+  sha256: string;
+  deduped: boolean;
+  uploadedBytes: number;
+}
+
+export interface ShimSend extends Measured {
+  result: SendJson;
+}
+
+export async function assertShimBuilt(): Promise<void> {
+  await access(SHIM).catch(() => {
+    throw new Error(`${SHIM} is missing: run \`node scripts/build-shim.mjs\` first`);
+  });
+}
+
+/**
+ * `node dist/airlock.mjs send <path> --json` as an agent runs it, timed from spawn to exit. Its
+ * temp files go to `tmpDir`; `gzipLevel` sets `AIRLOCK_GZIP_LEVEL` (the shim's default otherwise).
+ */
+export async function shimSend(
+  meter: Meter,
+  session: Session,
+  path: string,
+  options: { tmpDir: string; gzipLevel?: number },
+): Promise<ShimSend> {
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    AIRLOCK_URL: session.url,
+    AIRLOCK_TOKEN: session.token,
+    TMPDIR: options.tmpDir,
+  };
+  delete env.AIRLOCK_GZIP_LEVEL;
+  if (options.gzipLevel !== undefined) env.AIRLOCK_GZIP_LEVEL = String(options.gzipLevel);
+  const run = await meter.run(process.execPath, [SHIM, "send", path, "--json"], { env });
+  const result = JSON.parse(run.stdout.trim().split("\n").pop()!) as SendJson;
+  return { ...run, result };
+}

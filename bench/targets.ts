@@ -1,0 +1,107 @@
+import type { Row } from "./context";
+import type { Dedup } from "./dedup";
+import type { Kind } from "./corpus";
+import { formatMs, formatSize, MiB } from "./format";
+
+/** One target of the issue, with what was measured against it. */
+export interface Target {
+  name: string;
+  measured: string;
+  result: "PASS" | "FAIL" | "not measured";
+}
+
+export interface Measurements {
+  rows: Row[];
+  dedups: Dedup[];
+}
+
+const find = (rows: Row[], kind: Kind, size: number, tool: string) =>
+  rows.find((r) => r.kind === kind && r.size === size && r.label === kind && r.tool === tool);
+const shimOf = (rows: Row[], kind: Kind, size: number) => find(rows, kind, size, "airlock send");
+const curlOf = (rows: Row[], kind: Kind, size: number) =>
+  find(rows, kind, size, "curl -T (presigned PUT)");
+
+function target(name: string, measured: string | undefined, pass: boolean): Target {
+  return measured === undefined
+    ? { name, measured: "—", result: "not measured" }
+    : { name, measured, result: pass ? "PASS" : "FAIL" };
+}
+
+/** Every target of the issue, evaluated on what this run measured. */
+export function evaluateTargets({ rows, dedups }: Measurements): Target[] {
+  const big = 128 * MiB;
+  const targets: Target[] = [];
+
+  const rShim = shimOf(rows, "random", big);
+  const rCurl = curlOf(rows, "random", big);
+  const rRatio = rShim && rCurl ? rShim.wallMs / rCurl.wallMs : NaN;
+  targets.push(
+    target(
+      "random 128 MiB: airlock send ≤ 1.3× curl",
+      rShim && rCurl
+        ? `${rRatio.toFixed(2)}× (${formatMs(rShim.wallMs)} vs ${formatMs(rCurl.wallMs)})`
+        : undefined,
+      rRatio <= 1.3,
+    ),
+  );
+
+  const tShim = shimOf(rows, "text", big);
+  const tCurl = curlOf(rows, "text", big);
+  const share = tShim ? tShim.bytesSent / tShim.size : NaN;
+  targets.push(
+    target(
+      "text 128 MiB: sends ≤ 25 % of its bytes",
+      tShim ? `${(share * 100).toFixed(1)} % (${formatSize(tShim.bytesSent)})` : undefined,
+      share <= 0.25,
+    ),
+  );
+  targets.push(
+    target(
+      "text 128 MiB: airlock send beats curl on wall time",
+      tShim && tCurl
+        ? `${formatMs(tShim.wallMs)} vs ${formatMs(tCurl.wallMs)} (${(tShim.wallMs / tCurl.wallMs).toFixed(2)}×)`
+        : undefined,
+      !!tShim && !!tCurl && tShim.wallMs < tCurl.wallMs,
+    ),
+  );
+
+  for (const kind of ["random", "text"] as const) {
+    const shim = shimOf(rows, kind, 16 * MiB);
+    const exec = find(rows, kind, 16 * MiB, "base64 over exec");
+    const speedup = shim && exec ? exec.wallMs / shim.wallMs : NaN;
+    targets.push(
+      target(
+        `${kind} 16 MiB: ≥ 20× faster than base64 over exec`,
+        shim && exec
+          ? `${speedup.toFixed(1)}× (${formatMs(shim.wallMs)} vs ${formatMs(exec.wallMs)})`
+          : undefined,
+        speedup >= 20,
+      ),
+    );
+  }
+
+  for (const kind of ["random", "text"] as const) {
+    const shim = shimOf(rows, kind, 1024 * MiB);
+    targets.push(
+      target(
+        `${kind} 1 GiB: shim peak RSS ≤ 96 MiB`,
+        shim ? `${shim.rssMiB.toFixed(1)} MiB` : undefined,
+        !!shim && shim.rssMiB <= 96,
+      ),
+    );
+  }
+
+  for (const dedup of dedups) {
+    const budget = dedup.sha256sum.wallMs + 2 * dedup.probe.wallMs;
+    const name = `${dedup.resend.kind} ${formatSize(dedup.resend.size)}: dedup re-send ≤ sha256sum + 2 requests`;
+    const measured =
+      `${formatMs(dedup.resend.wallMs)} vs ${formatMs(budget)} ` +
+      `(${formatMs(dedup.sha256sum.wallMs)} + 2 × ${formatMs(dedup.probe.wallMs)})`;
+    targets.push(
+      dedup.resend.size === big
+        ? target(name, measured, dedup.resend.wallMs <= budget)
+        : { name, measured: `${measured}, not at 128 MiB`, result: "not measured" },
+    );
+  }
+  return targets;
+}
