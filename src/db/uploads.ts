@@ -16,6 +16,8 @@ export interface Upload {
   createdAt: number;
   expiresAt: number;
   fileId: string | null;
+  /** The original size and SHA-256 were checked as the bytes arrived. */
+  verified: boolean;
 }
 
 interface UploadRow {
@@ -33,6 +35,7 @@ interface UploadRow {
   created_at: number;
   expires_at: number;
   file_id: string | null;
+  verified: number;
 }
 
 function toUpload(row: UploadRow): Upload {
@@ -51,6 +54,7 @@ function toUpload(row: UploadRow): Upload {
     createdAt: row.created_at,
     expiresAt: row.expires_at,
     fileId: row.file_id,
+    verified: row.verified === 1,
   };
 }
 
@@ -104,4 +108,8 @@ export function finishUploadStatement(
   return db
     .prepare("UPDATE uploads SET status = ?, file_id = ? WHERE id = ? AND status = 'pending'")
     .bind(status, fileId, id);
+}
+
+export async function markUploadVerified(db: D1Database, id: string): Promise<void> {
+  await db.prepare("UPDATE uploads SET verified = 1 WHERE id = ?").bind(id).run();
 }

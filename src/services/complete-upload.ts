@@ -1,4 +1,4 @@
-import { isStoredKeyInUse, upsertBlob } from "../db/blobs";
+import { upsertBlob } from "../db/blobs";
 import { findFile, type FileRow } from "../db/files";
 import type { Session } from "../db/sessions";
 import { finishUploadStatement, findUpload, type Upload } from "../db/uploads";
@@ -7,6 +7,7 @@ import { AppError } from "../errors";
 import { newId } from "../ids";
 import { toFileRecord, type FileRecord } from "./file-record";
 import { digestOriginal } from "./original-bytes";
+import { deleteObjectIfUnused, rejectUpload } from "./reject-upload";
 
 /**
  * Verifies an upload and registers its file. The store already guaranteed the stored
@@ -34,13 +35,13 @@ export async function completeUpload(
       "nothing was uploaded for this upload yet: PUT the bytes first",
     );
   if (head.size !== upload.storedSize) {
-    await reject(deps, upload);
+    await rejectUpload(deps, upload);
     throw new AppError("content_mismatch", "stored size differs from the declared storedSize");
   }
-  if (upload.encoding === "gzip") {
+  if (upload.encoding === "gzip" && !upload.verified) {
     const original = await digestOriginal(store, upload);
     if (!original || original.size !== upload.size || original.sha256Hex !== upload.sha256) {
-      await reject(deps, upload);
+      await rejectUpload(deps, upload);
       throw new AppError(
         "content_mismatch",
         "the uploaded gzip does not inflate to the declared size and sha256",
@@ -93,7 +94,7 @@ export async function completeUpload(
         file.id,
       ),
   ]);
-  if (blob.storedKey !== upload.storedKey) await deleteIfUnused(deps, upload);
+  if (blob.storedKey !== upload.storedKey) await deleteObjectIfUnused(deps, upload);
   const completed = await findUpload(db, upload.id);
   if (!completed) throw new AppError("upload_not_found");
   return existingFile(deps, completed, origin);
@@ -103,15 +104,4 @@ async function existingFile(deps: Deps, upload: Upload, origin: string): Promise
   const file = upload.fileId ? await findFile(deps.db, upload.fileId) : null;
   if (!file) throw new AppError("file_not_found", "the file of this upload was deleted");
   return toFileRecord(deps, file, origin);
-}
-
-/** Marks the upload rejected and removes its object unless verified content shares it. */
-async function reject(deps: Deps, upload: Upload): Promise<void> {
-  await finishUploadStatement(deps.db, upload.id, "rejected", null).run();
-  await deleteIfUnused(deps, upload);
-}
-
-async function deleteIfUnused(deps: Deps, upload: Upload): Promise<void> {
-  if (!(await isStoredKeyInUse(deps.db, upload.storedKey, upload.id)))
-    await deps.store.delete(upload.storedKey);
 }

@@ -124,6 +124,7 @@ export async function declareUpload(
     createdAt: now,
     expiresAt: now + config.uploadUrlTtlSeconds * 1000,
     fileId: null,
+    verified: false,
   };
   if (!(await insertUploadWithinQuota(db, upload, session.quotaBytes)))
     throw quotaExceeded(body.size);

@@ -1,9 +1,9 @@
 import { extendBlob, findLiveBlob, upsertBlob } from "../db/blobs";
 import { insertFileStatement, type FileRow } from "../db/files";
 import type { Deps } from "../deps";
-import { bytesToHex } from "../encoding";
 import { newId } from "../ids";
 import { blobKey } from "../storage";
+import { passThroughDigest } from "./stream-digest";
 
 export interface IngestInput {
   sessionId: string;
@@ -22,7 +22,7 @@ export interface IngestInput {
 export async function ingest(deps: Deps, input: IngestInput): Promise<FileRow> {
   const { db, store } = deps;
   const staging = `staging/${newId("fil")}`;
-  const hashing = hashingStream();
+  const hashing = passThroughDigest();
   try {
     await store.put(staging, input.body.pipeThrough(hashing.transform), { size: input.size });
     const { size, sha256Hex } = await hashing.result;
@@ -65,27 +65,4 @@ export async function ingest(deps: Deps, input: IngestInput): Promise<FileRow> {
   } finally {
     await store.delete(staging);
   }
-}
-
-/** Passes bytes through while counting and hashing them (workerd's streaming digest). */
-function hashingStream(): {
-  transform: TransformStream<Uint8Array, Uint8Array>;
-  result: Promise<{ size: number; sha256Hex: string }>;
-} {
-  const digest = new crypto.DigestStream("SHA-256");
-  const writer = digest.getWriter();
-  let size = 0;
-  const transform = new TransformStream<Uint8Array, Uint8Array>({
-    async transform(chunk, controller) {
-      size += chunk.byteLength;
-      // The digest gets its own copy: a native sink may take over the buffer it is given.
-      await writer.write(chunk.slice());
-      controller.enqueue(chunk);
-    },
-    async flush() {
-      await writer.close();
-    },
-  });
-  const result = digest.digest.then((hash) => ({ size, sha256Hex: bytesToHex(hash) }));
-  return { transform, result };
 }

@@ -1,7 +1,7 @@
 import type { Blob } from "../db/blobs";
-import { bytesToHex } from "../encoding";
 import type { BlobStore } from "../storage";
 import type { ByteRange } from "../storage/blob-store";
+import { digestStream, type Digest } from "./stream-digest";
 
 /** How a blob is kept: enough to turn stored bytes back into the original ones. */
 export type StoredForm = Pick<Blob, "encoding" | "storedKey" | "size">;
@@ -27,34 +27,13 @@ export async function openOriginal(
 }
 
 /**
- * Hashes the original bytes of a stored blob; stops early (returning null) once more
- * bytes come out than expected, so a decompression bomb costs no more than `maxSize`.
+ * Hashes the original bytes of a stored blob, or null when they are missing, unreadable
+ * or longer than the declared size (a decompression bomb stops there).
  */
-export async function digestOriginal(
-  store: BlobStore,
-  blob: StoredForm,
-): Promise<{ size: number; sha256Hex: string } | null> {
+export async function digestOriginal(store: BlobStore, blob: StoredForm): Promise<Digest | null> {
   const body = await openOriginal(store, blob);
   if (!body) return null;
-  const digest = new crypto.DigestStream("SHA-256");
-  let size = 0;
-  try {
-    await body
-      .pipeThrough(
-        new TransformStream<Uint8Array, Uint8Array>({
-          transform(chunk, controller) {
-            size += chunk.byteLength;
-            if (size > blob.size) throw new Error("more bytes than declared");
-            controller.enqueue(chunk);
-          },
-        }),
-      )
-      .pipeTo(digest);
-  } catch {
-    return null;
-  }
-  const hash = new Uint8Array(await digest.digest);
-  return { size, sha256Hex: bytesToHex(hash) };
+  return digestStream(body, blob.size).catch(() => null);
 }
 
 /** Passes through only the bytes of `range`, then ends the stream. */

@@ -1,0 +1,70 @@
+import { bytesToHex } from "../encoding";
+
+export interface Digest {
+  size: number;
+  sha256Hex: string;
+}
+
+/**
+ * SHA-256 and length of a stream, consumed to the end. Rejects once more than
+ * `maxSize` bytes arrive, so a decompression bomb costs no more than the declared size.
+ */
+export async function digestStream(
+  stream: ReadableStream<Uint8Array>,
+  maxSize = Infinity,
+): Promise<Digest> {
+  const digest = new crypto.DigestStream("SHA-256");
+  let size = 0;
+  await stream
+    .pipeThrough(
+      new TransformStream<Uint8Array, Uint8Array>({
+        transform(chunk, controller) {
+          size += chunk.byteLength;
+          if (size > maxSize) throw new Error(`more than the declared ${maxSize} bytes`);
+          controller.enqueue(chunk);
+        },
+      }),
+    )
+    .pipeTo(digest);
+  return { size, sha256Hex: bytesToHex(await digest.digest) };
+}
+
+/**
+ * A pass-through stream that also feeds every chunk to `sink` (hashing, inflating),
+ * waiting for it so the slower side sets the pace and nothing piles up in memory.
+ * `result` settles once the passed-through stream has ended and the sink has finished.
+ */
+export function teeInto<T>(sink: (input: ReadableStream<Uint8Array>) => Promise<T>): {
+  transform: TransformStream<Uint8Array, Uint8Array>;
+  result: Promise<T>;
+} {
+  const side = new TransformStream<Uint8Array, Uint8Array>();
+  const writer = side.writable.getWriter();
+  const result = sink(side.readable);
+  // If the sink fails, the main stream must fail too, not wait on a writer nobody reads.
+  result.catch((error: unknown) => writer.abort(error).catch(() => {}));
+  const transform = new TransformStream<Uint8Array, Uint8Array>({
+    async transform(chunk, controller) {
+      // The sink gets its own copy: a native sink may take over the buffer it is given.
+      await writer.write(chunk.slice());
+      controller.enqueue(chunk);
+    },
+    async flush() {
+      await writer.close();
+      await result;
+    },
+  });
+  return { transform, result };
+}
+
+/** Passes stored gzip bytes through while checking what they inflate to. */
+export function inflatingDigest(maxSize: number) {
+  return teeInto((gzip) =>
+    digestStream(gzip.pipeThrough(new DecompressionStream("gzip")), maxSize),
+  );
+}
+
+/** Passes bytes through while hashing them. */
+export function passThroughDigest() {
+  return teeInto((bytes) => digestStream(bytes));
+}
