@@ -1,4 +1,5 @@
 import { createReadStream, createWriteStream, type ReadStream } from "node:fs";
+import { open } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { pipeline } from "node:stream/promises";
 import { createGzip, gzipSync } from "node:zlib";
@@ -32,6 +33,23 @@ export interface StoredBytes {
   dispose(): Promise<void>;
 }
 
+/** The start of a file, to sniff its type and try gzip on before any full pass. */
+export async function readSample(path: string): Promise<{ sample: Buffer; size: number }> {
+  const handle = await open(path, "r").catch((err: unknown) => {
+    throw fsError("read", path, err);
+  });
+  try {
+    const { size } = await handle.stat();
+    const buffer = Buffer.alloc(Math.min(SAMPLE_BYTES, size));
+    const { bytesRead } = await handle.read(buffer, 0, buffer.length, 0);
+    return { sample: buffer.subarray(0, bytesRead), size };
+  } catch (err) {
+    throw fsError("read", path, err);
+  } finally {
+    await handle.close();
+  }
+}
+
 /** Pass 1: SHA-256 and size of the whole file, keeping only a sample, in flat memory. */
 export async function inspect(path: string): Promise<Inspection> {
   const digest = new DigestStream();
@@ -57,10 +75,10 @@ export async function inspect(path: string): Promise<Inspection> {
 }
 
 /** gzip only where it pays: big enough, not compressed already, and the sample shrinks enough. */
-export function gzipPays(file: Inspection, level: number): boolean {
-  if (file.size < MIN_GZIP_BYTES || file.compressed) return false;
-  const gzipped = gzipSync(file.sample, { level }).length;
-  return gzipped <= file.sample.length * (1 - MIN_GZIP_SAVING);
+export function gzipPays(size: number, sample: Buffer, level: number): boolean {
+  if (size < MIN_GZIP_BYTES || sniff(sample, size > sample.length).compressed) return false;
+  const gzipped = gzipSync(sample, { level }).length;
+  return gzipped <= sample.length * (1 - MIN_GZIP_SAVING);
 }
 
 /** The identity encoding: upload the file as it is. */
@@ -75,27 +93,26 @@ export function identity(path: string, file: Inspection): StoredBytes {
 }
 
 /**
- * Pass 2: gzips the file into a temp file in the OS temp directory, hashing the original again
- * (to notice the file changing since pass 1) and the gzip output (what storage will verify).
+ * Pass 2: gzips the file into a temp file in the OS temp directory, hashing the gzip output
+ * (what storage will verify). It runs alongside pass 1 (zlib works on libuv's thread pool)
+ * and is abandoned through `signal` on a dedup hit. A file that changes between the passes
+ * is caught by the relay, which checks what the gzip inflates to.
  */
 export async function gzipToTemp(
   path: string,
-  file: Inspection,
   level: number,
+  signal: AbortSignal,
 ): Promise<StoredBytes> {
   const temp = tempPath(tmpdir(), "airlock-", ".gz");
-  const original = new DigestStream({
-    bytes: file.size,
-    sha256: file.sha256,
-    mismatch: () => changedWhileSending(path),
-  });
   const stored = new DigestStream();
   try {
     const out = createWriteStream(temp, { flags: "wx", mode: 0o600 });
     const gzip = createGzip({ level });
-    await readingFile(path, (input) => pipeline(input, original, gzip, stored, out)).catch(
+    await readingFile(path, (input) => pipeline(input, gzip, stored, out, { signal })).catch(
       (err: unknown) => {
-        throw err instanceof CliError ? err : fsError("write temp file", temp, err);
+        throw err instanceof CliError || signal.aborted
+          ? err
+          : fsError("write temp file", temp, err);
       },
     );
     return {

@@ -5,7 +5,14 @@ import { gzipLevel, relayConfig, retryPolicy, type RetryPolicy } from "../config
 import { CliError, RefusalError, UsageError, fsError } from "../errors.js";
 import { HELP, USAGE } from "../help.js";
 import { note, print, warn } from "../output.js";
-import { gzipPays, gzipToTemp, identity, inspect } from "../prepare.js";
+import {
+  gzipPays,
+  gzipToTemp,
+  identity,
+  inspect,
+  readSample,
+  type StoredBytes,
+} from "../prepare.js";
 import { RelayClient, type DeliveryRecord, type FileRecord } from "../relay-client.js";
 import { putStoredBytes } from "../upload.js";
 
@@ -135,17 +142,23 @@ async function sendFile(
   policy: RetryPolicy,
 ): Promise<SendResult> {
   const name = basename(path);
-  const file = await inspect(path);
-  const original = { name, size: file.size, sha256: file.sha256, contentType: file.contentType };
-
-  const probe = await relay.declareUpload(original);
-  if (probe.status === "deduped") return result(probe.file, true, 0);
-  if (probe.status === "upload") {
-    throw new CliError(`relay asked to upload ${name} before knowing how it is stored`);
-  }
-
-  const stored = gzipPays(file, level) ? await gzipToTemp(path, file, level) : identity(path, file);
+  // gzip (where it pays) starts alongside the hash pass: on a dedup hit it is abandoned,
+  // otherwise its output is ready sooner than after a second pass of its own.
+  const { sample, size } = await readSample(path);
+  const abandon = new AbortController();
+  const gzipping = gzipPays(size, sample, level) ? gzipToTemp(path, level, abandon.signal) : null;
+  gzipping?.catch(() => {}); // a failure is reported where it is awaited, not as unhandled
+  let stored: StoredBytes | undefined;
   try {
+    const file = await inspect(path);
+    const original = { name, size: file.size, sha256: file.sha256, contentType: file.contentType };
+    const probe = await relay.declareUpload(original);
+    if (probe.status === "deduped") return result(probe.file, true, 0);
+    if (probe.status === "upload") {
+      throw new CliError(`relay asked to upload ${name} before knowing how it is stored`);
+    }
+
+    stored = gzipping ? await gzipping : identity(path, file);
     const { encoding, storedSize, storedSha256 } = stored;
     const answer = await relay.declareUpload({ ...original, encoding, storedSize, storedSha256 });
     if (answer.status === "deduped") return result(answer.file, true, 0); // Someone stored it meanwhile.
@@ -153,7 +166,10 @@ async function sendFile(
     await putStoredBytes(answer.put, stored, name, policy);
     return result(await relay.completeUpload(answer.uploadId, name), false, storedSize);
   } finally {
-    await stored.dispose();
+    abandon.abort();
+    // The temp copy goes whether it was used, finished unused, or was cut short.
+    const leftover = stored ?? (await gzipping?.catch(() => undefined));
+    await leftover?.dispose();
   }
 }
 
