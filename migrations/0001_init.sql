@@ -42,17 +42,24 @@ CREATE TABLE uploads (
 CREATE INDEX uploads_by_session ON uploads (session_id, status);
 CREATE INDEX uploads_by_stored_key ON uploads (stored_key, status);
 
--- Files as users see them: a name and a lifetime over a verified blob.
+-- Files as users see them: a name and a lifetime over stored bytes. A file knows where
+-- its bytes are; it is `verified` once its original size and SHA-256 are known to be
+-- right (always for identity and deduped files; for gzip uploads once the relay has
+-- inflated them), and only verified content ever becomes a blob, i.e. a dedup target.
 CREATE TABLE files (
   id TEXT PRIMARY KEY,
   session_id TEXT NOT NULL REFERENCES sessions (id),
   name TEXT NOT NULL,
   size INTEGER NOT NULL,
-  sha256 TEXT NOT NULL REFERENCES blobs (sha256),
+  sha256 TEXT NOT NULL,
   content_type TEXT NOT NULL,
+  encoding TEXT NOT NULL CHECK (encoding IN ('identity', 'gzip')),
+  stored_key TEXT NOT NULL,
+  verified INTEGER NOT NULL DEFAULT 1,
   deduped INTEGER NOT NULL DEFAULT 0,
   created_at INTEGER NOT NULL,
   expires_at INTEGER NOT NULL,
   deleted_at INTEGER
 );
 CREATE INDEX files_by_session ON files (session_id, created_at);
+CREATE INDEX files_by_stored_key ON files (stored_key);

@@ -34,15 +34,17 @@ export interface StoredBytes {
 }
 
 /** The start of a file, to sniff its type and try gzip on before any full pass. */
-export async function readSample(path: string): Promise<{ sample: Buffer; size: number }> {
+export async function readSample(
+  path: string,
+): Promise<{ sample: Buffer; size: number; mtimeMs: number }> {
   const handle = await open(path, "r").catch((err: unknown) => {
     throw fsError("read", path, err);
   });
   try {
-    const { size } = await handle.stat();
+    const { size, mtimeMs } = await handle.stat();
     const buffer = Buffer.alloc(Math.min(SAMPLE_BYTES, size));
     const { bytesRead } = await handle.read(buffer, 0, buffer.length, 0);
-    return { sample: buffer.subarray(0, bytesRead), size };
+    return { sample: buffer.subarray(0, bytesRead), size, mtimeMs };
   } catch (err) {
     throw fsError("read", path, err);
   } finally {

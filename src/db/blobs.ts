@@ -83,7 +83,7 @@ export async function extendBlob(db: D1Database, sha256: string, expiresAt: numb
     .run();
 }
 
-/** True when a verified blob or another pending upload still uses the object at `key`. */
+/** True when a blob, a live file or another pending upload still uses the object at `key`. */
 export async function isStoredKeyInUse(
   db: D1Database,
   key: string,
@@ -92,18 +92,10 @@ export async function isStoredKeyInUse(
   const row = await db
     .prepare(
       `SELECT EXISTS (SELECT 1 FROM blobs WHERE stored_key = ?1)
+           OR EXISTS (SELECT 1 FROM files WHERE stored_key = ?1 AND deleted_at IS NULL)
            OR EXISTS (SELECT 1 FROM uploads WHERE stored_key = ?1 AND status = 'pending' AND id != ?2) AS used`,
     )
     .bind(key, exceptUploadId)
     .first<{ used: number }>();
   return row?.used === 1;
-}
-
-/** The blob for `sha256` whatever its expiry (files keep their blob alive), or null. */
-export async function findBlob(db: D1Database, sha256: string): Promise<Blob | null> {
-  const row = await db
-    .prepare("SELECT * FROM blobs WHERE sha256 = ?")
-    .bind(sha256)
-    .first<BlobRow>();
-  return row ? toBlob(row) : null;
 }

@@ -1,6 +1,6 @@
 import { sessionUsageSql } from "./sessions";
 
-/** A file as users see it: a name and a lifetime over a verified blob. */
+/** A file as users see it: a name and a lifetime over stored bytes it knows the place of. */
 export interface FileRow {
   id: string;
   sessionId: string;
@@ -8,6 +8,10 @@ export interface FileRow {
   size: number;
   sha256: string;
   contentType: string;
+  encoding: "identity" | "gzip";
+  storedKey: string;
+  /** Its original size and SHA-256 are known to be right; until then it is nobody's dedup target. */
+  verified: boolean;
   deduped: boolean;
   createdAt: number;
   expiresAt: number;
@@ -20,6 +24,9 @@ interface FileDbRow {
   size: number;
   sha256: string;
   content_type: string;
+  encoding: "identity" | "gzip";
+  stored_key: string;
+  verified: number;
   deduped: number;
   created_at: number;
   expires_at: number;
@@ -33,10 +40,40 @@ function toFile(row: FileDbRow): FileRow {
     size: row.size,
     sha256: row.sha256,
     contentType: row.content_type,
+    encoding: row.encoding,
+    storedKey: row.stored_key,
+    verified: row.verified === 1,
     deduped: row.deduped === 1,
     createdAt: row.created_at,
     expiresAt: row.expires_at,
   };
+}
+
+const COLUMNS = `id, session_id, name, size, sha256, content_type, encoding, stored_key, verified, deduped,
+                 created_at, expires_at`;
+
+function values(file: FileRow): unknown[] {
+  return [
+    file.id,
+    file.sessionId,
+    file.name,
+    file.size,
+    file.sha256,
+    file.contentType,
+    file.encoding,
+    file.storedKey,
+    file.verified ? 1 : 0,
+    file.deduped ? 1 : 0,
+    file.createdAt,
+    file.expiresAt,
+  ];
+}
+
+/** Inserts a file whose bytes were already accounted for (a completed upload, a seed). */
+export function insertFileStatement(db: D1Database, file: FileRow): D1PreparedStatement {
+  return db
+    .prepare(`INSERT INTO files (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+    .bind(...values(file));
 }
 
 /**
@@ -51,45 +88,31 @@ export async function insertFileWithinQuota(
 ): Promise<boolean> {
   const result = await db
     .prepare(
-      `INSERT INTO files (id, session_id, name, size, sha256, content_type, deduped, created_at, expires_at)
-       SELECT ?3, ?1, ?4, ?5, ?6, ?7, ?8, ?9, ?10
-       WHERE ${sessionUsageSql()} + ?5 <= ?11`,
+      `INSERT INTO files (${COLUMNS})
+       SELECT ?3, ?1, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13
+       WHERE ${sessionUsageSql()} + ?5 <= ?14`,
     )
-    .bind(
-      file.sessionId,
-      now,
-      file.id,
-      file.name,
-      file.size,
-      file.sha256,
-      file.contentType,
-      file.deduped ? 1 : 0,
-      file.createdAt,
-      file.expiresAt,
-      quotaBytes,
-    )
+    .bind(file.sessionId, now, ...values(file).filter((_, i) => i !== 1), quotaBytes)
     .run();
   return result.meta.changes > 0;
 }
 
-/** Inserts a file whose bytes were already reserved by a pending upload. */
-export function insertFileStatement(db: D1Database, file: FileRow): D1PreparedStatement {
+/**
+ * Inserts the file of an upload only while this request is the one that completed it
+ * (the upload row carries the file's id), so completing twice never makes two files.
+ */
+export function insertFileOfUploadStatement(
+  db: D1Database,
+  file: FileRow,
+  uploadId: string,
+): D1PreparedStatement {
   return db
     .prepare(
-      `INSERT INTO files (id, session_id, name, size, sha256, content_type, deduped, created_at, expires_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      `INSERT INTO files (${COLUMNS})
+       SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?
+       WHERE EXISTS (SELECT 1 FROM uploads WHERE id = ? AND file_id = ?)`,
     )
-    .bind(
-      file.id,
-      file.sessionId,
-      file.name,
-      file.size,
-      file.sha256,
-      file.contentType,
-      file.deduped ? 1 : 0,
-      file.createdAt,
-      file.expiresAt,
-    );
+    .bind(...values(file), uploadId, file.id);
 }
 
 /** A file that was not deleted (it may have expired: callers check `expiresAt`), or null. */
@@ -122,4 +145,15 @@ export async function listFiles(
         .bind(now, limit);
   const { results } = await statement.all<FileDbRow>();
   return results.map(toFile);
+}
+
+export async function markFileVerified(db: D1Database, id: string): Promise<void> {
+  await db.prepare("UPDATE files SET verified = 1 WHERE id = ?").bind(id).run();
+}
+
+export async function markFileDeleted(db: D1Database, id: string, now: number): Promise<void> {
+  await db
+    .prepare("UPDATE files SET deleted_at = COALESCE(deleted_at, ?) WHERE id = ?")
+    .bind(now, id)
+    .run();
 }

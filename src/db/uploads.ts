@@ -16,8 +16,6 @@ export interface Upload {
   createdAt: number;
   expiresAt: number;
   fileId: string | null;
-  /** The original size and SHA-256 were checked as the bytes arrived. */
-  verified: boolean;
 }
 
 interface UploadRow {
@@ -35,7 +33,6 @@ interface UploadRow {
   created_at: number;
   expires_at: number;
   file_id: string | null;
-  verified: number;
 }
 
 function toUpload(row: UploadRow): Upload {
@@ -54,7 +51,6 @@ function toUpload(row: UploadRow): Upload {
     createdAt: row.created_at,
     expiresAt: row.expires_at,
     fileId: row.file_id,
-    verified: row.verified === 1,
   };
 }
 
@@ -110,6 +106,7 @@ export function finishUploadStatement(
     .bind(status, fileId, id);
 }
 
-export async function markUploadVerified(db: D1Database, id: string): Promise<void> {
-  await db.prepare("UPDATE uploads SET verified = 1 WHERE id = ?").bind(id).run();
+/** Refuses an upload, pending or completed; its bytes are then nobody's. */
+export async function markUploadRejected(db: D1Database, id: string): Promise<void> {
+  await db.prepare("UPDATE uploads SET status = 'rejected' WHERE id = ?").bind(id).run();
 }

@@ -1,4 +1,3 @@
-import type { Blob } from "../db/blobs";
 import type { FileRow } from "../db/files";
 import { AppError } from "../errors";
 import type { BlobStore } from "../storage";
@@ -15,7 +14,6 @@ import { parseRange } from "./range";
 export async function fileResponse(
   store: BlobStore,
   file: FileRow,
-  blob: Blob,
   request: Request,
 ): Promise<Response> {
   const etag = `"${file.sha256}"`;
@@ -58,7 +56,7 @@ export async function fileResponse(
   const status = range ? 206 : 200;
   if (request.method === "HEAD") return new Response(null, { status, headers });
 
-  const body = length === 0 ? null : await openOriginal(store, blob, range);
+  const body = length === 0 ? null : await openOriginal(store, file, range);
   if (length > 0 && !body)
     throw new AppError("file_not_found", "the file's content is no longer stored");
   return new Response(body ? withKnownLength(body, length) : null, { status, headers });

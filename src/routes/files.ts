@@ -2,7 +2,6 @@ import { Hono } from "hono";
 import type { AppEnv, Caller } from "../app-env";
 import { requireCaller, sessionOf } from "../auth/middleware";
 import { listDeliveries } from "../db/deliveries";
-import { findBlob } from "../db/blobs";
 import { findFile, listFiles, type FileRow } from "../db/files";
 import type { Deps } from "../deps";
 import { AppError } from "../errors";
@@ -31,9 +30,7 @@ export const files = new Hono<AppEnv>()
   .get("/:id/content", async (c) => {
     const { deps } = c.var;
     const file = await visibleFile(deps, c.var.caller, c.req.param("id"));
-    const blob = await findBlob(deps.db, file.sha256);
-    if (!blob) throw new AppError("file_not_found", "the file's content is no longer stored");
-    return fileResponse(deps.store, file, blob, c.req.raw);
+    return fileResponse(deps.store, file, c.req.raw);
   })
   .post("/:id/deliveries", async (c) => {
     const { deps, caller } = c.var;

@@ -1,7 +1,6 @@
 import { Hono } from "hono";
 import type { AppEnv } from "../app-env";
 import { verifyShareToken } from "../auth/share-link";
-import { findBlob } from "../db/blobs";
 import { findFile } from "../db/files";
 import { AppError } from "../errors";
 import { fileResponse } from "../http/file-response";
@@ -13,7 +12,5 @@ export const share = new Hono<AppEnv>().get("/:token", async (c) => {
   const file = await findFile(deps.db, fileId);
   if (!file) throw new AppError("file_not_found");
   if (file.expiresAt <= deps.now()) throw new AppError("file_expired");
-  const blob = await findBlob(deps.db, file.sha256);
-  if (!blob) throw new AppError("file_not_found", "the file's content is no longer stored");
-  return fileResponse(deps.store, file, blob, c.req.raw);
+  return fileResponse(deps.store, file, c.req.raw);
 });

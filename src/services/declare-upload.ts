@@ -86,6 +86,9 @@ export async function declareUpload(
       size: body.size,
       sha256: body.sha256,
       contentType,
+      encoding: blob.encoding,
+      storedKey: blob.storedKey,
+      verified: true,
       deduped: true,
       createdAt: now,
       expiresAt,
@@ -124,7 +127,6 @@ export async function declareUpload(
     createdAt: now,
     expiresAt: now + config.uploadUrlTtlSeconds * 1000,
     fileId: null,
-    verified: false,
   };
   if (!(await insertUploadWithinQuota(db, upload, session.quotaBytes)))
     throw quotaExceeded(body.size);

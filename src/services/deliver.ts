@@ -1,5 +1,4 @@
 import { z } from "zod";
-import { findBlob } from "../db/blobs";
 import { claimDelivery, finishDelivery, type Delivery } from "../db/deliveries";
 import type { FileRow } from "../db/files";
 import type { Session } from "../db/sessions";
@@ -68,10 +67,8 @@ export async function deliverFile(
   const platform = deps.platforms[to.platform];
   if (!platform)
     throw new AppError("platform_not_configured", `${to.platform} is not configured on this relay`);
-  const blob = await findBlob(deps.db, file.sha256);
-  if (!blob) throw new AppError("file_not_found", "the file's content is no longer stored");
 
-  const head = file.size === 0 ? new Uint8Array(0) : await readHead(deps, blob);
+  const head = file.size === 0 ? new Uint8Array(0) : await readHead(deps, file);
   const sniffed = await sniffMediaKind(head);
   const plan = planDelivery(deps.config.tiers, to.platform, sniffed.kind, file.size);
   const claim = await claimDelivery(deps.db, {
@@ -101,7 +98,7 @@ export async function deliverFile(
         size: file.size,
         contentType: sniffed.mime ?? file.contentType,
         kind: plan.kind,
-        open: async () => (await openOriginal(deps.store, blob)) ?? new Blob([]).stream(),
+        open: async () => (await openOriginal(deps.store, file)) ?? new Blob([]).stream(),
       };
       sent = await withPlatformRetry(
         () => platform.sendFile(to.target, outgoing, request.caption),

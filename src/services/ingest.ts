@@ -31,14 +31,15 @@ export async function ingest(deps: Deps, input: IngestInput): Promise<FileRow> {
     const now = deps.now();
     const expiresAt = now + deps.config.fileTtlSeconds * 1000;
     const existing = await findLiveBlob(db, sha256Hex, now);
-    if (existing) {
+    let blob = existing;
+    if (blob) {
       await extendBlob(db, sha256Hex, expiresAt);
     } else {
       const key = blobKey(sha256Hex);
       const staged = await store.get(staging);
       if (!staged) throw new Error("staged object vanished");
       await store.put(key, staged.body, { size, sha256Hex });
-      await upsertBlob(db, {
+      blob = await upsertBlob(db, {
         sha256: sha256Hex,
         size,
         encoding: "identity",
@@ -56,6 +57,9 @@ export async function ingest(deps: Deps, input: IngestInput): Promise<FileRow> {
       size,
       sha256: sha256Hex,
       contentType: input.contentType,
+      encoding: blob.encoding,
+      storedKey: blob.storedKey,
+      verified: true,
       deduped: existing !== null,
       createdAt: now,
       expiresAt,

@@ -1,10 +1,10 @@
 import { isStoredKeyInUse } from "../db/blobs";
-import { finishUploadStatement, type Upload } from "../db/uploads";
+import { markUploadRejected, type Upload } from "../db/uploads";
 import type { Deps } from "../deps";
 
 /** Marks an upload rejected and removes its object unless verified content shares it. */
 export async function rejectUpload(deps: Deps, upload: Upload): Promise<void> {
-  await finishUploadStatement(deps.db, upload.id, "rejected", null).run();
+  await markUploadRejected(deps.db, upload.id);
   await deleteObjectIfUnused(deps, upload);
 }
 

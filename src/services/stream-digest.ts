@@ -57,13 +57,6 @@ export function teeInto<T>(sink: (input: ReadableStream<Uint8Array>) => Promise<
   return { transform, result };
 }
 
-/** Passes stored gzip bytes through while checking what they inflate to. */
-export function inflatingDigest(maxSize: number) {
-  return teeInto((gzip) =>
-    digestStream(gzip.pipeThrough(new DecompressionStream("gzip")), maxSize),
-  );
-}
-
 /** Passes bytes through while hashing them. */
 export function passThroughDigest() {
   return teeInto((bytes) => digestStream(bytes));

@@ -11,6 +11,7 @@ import {
   identity,
   inspect,
   readSample,
+  changedWhileSending,
   type StoredBytes,
 } from "../prepare.js";
 import { RelayClient, type DeliveryRecord, type FileRecord } from "../relay-client.js";
@@ -144,7 +145,7 @@ async function sendFile(
   const name = basename(path);
   // gzip (where it pays) starts alongside the hash pass: on a dedup hit it is abandoned,
   // otherwise its output is ready sooner than after a second pass of its own.
-  const { sample, size } = await readSample(path);
+  const { sample, size, mtimeMs } = await readSample(path);
   const abandon = new AbortController();
   const gzipping = gzipPays(size, sample, level) ? gzipToTemp(path, level, abandon.signal) : null;
   gzipping?.catch(() => {}); // a failure is reported where it is awaited, not as unhandled
@@ -159,6 +160,12 @@ async function sendFile(
     }
 
     stored = gzipping ? await gzipping : identity(path, file);
+    // The passes read the file separately; a file written meanwhile would not match its hash.
+    // (The relay checks what gzip inflates to in any case; this names the cause.)
+    const now = await stat(path).catch(() => undefined);
+    if (file.size !== size || now?.size !== size || now.mtimeMs !== mtimeMs) {
+      throw changedWhileSending(path);
+    }
     const { encoding, storedSize, storedSha256 } = stored;
     const answer = await relay.declareUpload({ ...original, encoding, storedSize, storedSha256 });
     if (answer.status === "deduped") return result(answer.file, true, 0); // Someone stored it meanwhile.

@@ -1,0 +1,44 @@
+import { upsertBlob } from "../db/blobs";
+import { markFileDeleted, markFileVerified, type FileRow } from "../db/files";
+import type { Upload } from "../db/uploads";
+import type { Deps } from "../deps";
+import { digestOriginal } from "./original-bytes";
+import { rejectUpload } from "./reject-upload";
+
+/**
+ * Inflates a completed gzip upload and checks its original size and SHA-256. Only then
+ * is the content recorded as a blob — the one thing dedup ever matches — so an upload
+ * that lied about its hash is never handed to anyone else; a lie deletes the file.
+ */
+export async function verifyGzipUpload(
+  deps: Deps,
+  upload: Upload,
+  file: FileRow,
+): Promise<boolean> {
+  const original = await digestOriginal(deps.store, upload);
+  if (original && original.size === upload.size && original.sha256Hex === upload.sha256) {
+    await upsertBlob(deps.db, blobOf(upload, file));
+    await markFileVerified(deps.db, file.id);
+    return true;
+  }
+  await markFileDeleted(deps.db, file.id, deps.now());
+  await rejectUpload(deps, upload);
+  console.warn(
+    JSON.stringify({ event: "upload_content_mismatch", uploadId: upload.id, fileId: file.id }),
+  );
+  return false;
+}
+
+/** The verified-content record of an upload's bytes. */
+export function blobOf(upload: Upload, file: FileRow) {
+  return {
+    sha256: upload.sha256,
+    size: upload.size,
+    encoding: upload.encoding,
+    storedKey: upload.storedKey,
+    storedSize: upload.storedSize,
+    storedSha256: upload.storedSha256,
+    createdAt: file.createdAt,
+    expiresAt: file.expiresAt,
+  };
+}
