@@ -15,6 +15,7 @@ import {
   type StoredBytes,
 } from "../prepare.js";
 import { RelayClient, type DeliveryRecord, type FileRecord } from "../relay-client.js";
+import { SentCache } from "../sent-cache.js";
 import { putStoredBytes } from "../upload.js";
 
 const OPTIONS = {
@@ -74,11 +75,11 @@ export async function send(args: string[]): Promise<void> {
 
   const policy = retryPolicy();
   const relay = new RelayClient(relayConfig(), policy);
-  const level = gzipLevel();
+  const options = { level: gzipLevel(), policy, sent: await SentCache.load() };
   for (const path of paths) await checkSendable(path);
   let failed = false;
   for (const path of paths) {
-    const result = await sendFile(relay, path, level, policy);
+    const result = await sendFile(relay, path, options).finally(() => options.sent.save());
     if (!values.json) print(result.url); // First: the file is sent, whatever becomes of deliveries.
     for (const to of destinations) {
       const delivery = await deliver(relay, result, to, values.caption);
@@ -139,26 +140,30 @@ async function checkSendable(path: string): Promise<void> {
 async function sendFile(
   relay: RelayClient,
   path: string,
-  level: number,
-  policy: RetryPolicy,
+  { level, policy, sent }: { level: number; policy: RetryPolicy; sent: SentCache },
 ): Promise<SendResult> {
   const name = basename(path);
-  // gzip (where it pays) starts alongside the hash pass: on a dedup hit it is abandoned,
-  // otherwise its output is ready sooner than after a second pass of its own.
+  // gzip (where it pays) starts alongside the hash pass, on the other core: its output is
+  // ready sooner than after a pass of its own. A file sent before is probably a dedup hit,
+  // so for one of those gzip waits for the relay's answer rather than compete with the hash.
   const { sample, size, mtimeMs } = await readSample(path);
   const abandon = new AbortController();
-  const gzipping = gzipPays(size, sample, level) ? gzipToTemp(path, level, abandon.signal) : null;
+  const pays = gzipPays(size, sample, level);
+  const startGzip = () => gzipToTemp(path, level, abandon.signal);
+  let gzipping = pays && !sent.has(path, size, mtimeMs) ? startGzip() : null;
   gzipping?.catch(() => {}); // a failure is reported where it is awaited, not as unhandled
   let stored: StoredBytes | undefined;
   try {
     const file = await inspect(path);
     const original = { name, size: file.size, sha256: file.sha256, contentType: file.contentType };
     const probe = await relay.declareUpload(original);
+    sent.record(path, { size, mtimeMs, sha256: file.sha256 });
     if (probe.status === "deduped") return result(probe.file, true, 0);
     if (probe.status === "upload") {
       throw new CliError(`relay asked to upload ${name} before knowing how it is stored`);
     }
 
+    if (pays) gzipping ??= startGzip();
     stored = gzipping ? await gzipping : identity(path, file);
     // The passes read the file separately; a file written meanwhile would not match its hash.
     // (The relay checks what gzip inflates to in any case; this names the cause.)
