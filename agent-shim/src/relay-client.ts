@@ -3,20 +3,19 @@ import type { RelayConfig, RetryPolicy } from "./config.js";
 import { CliError } from "./errors.js";
 import { isRetryableStatus, readText, request, statusError } from "./http.js";
 import { withRetry } from "./retry.js";
+import type {
+  DeliveryRecord,
+  FileRecord,
+  InboxRecord,
+  UploadAnswer,
+} from "../../src/wire-types.js";
 
-/** A stored file as the relay describes it (docs/api.md, "Files"). */
-export interface FileRecord {
-  fileId: string;
-  name: string;
-  size: number;
-  sha256: string;
-  contentType: string;
-  createdAt: string;
-  expiresAt: string;
-  url: string;
-  sessionId: string;
-  deduped: boolean;
-}
+export type {
+  DeliveryRecord,
+  FileRecord,
+  PutInstructions,
+  UploadAnswer,
+} from "../../src/wire-types.js";
 
 /** `POST /v1/uploads`: the original fields alone probe for a dedup hit; all of them ask to upload. */
 export interface UploadDeclaration {
@@ -29,54 +28,15 @@ export interface UploadDeclaration {
   storedSha256?: string;
 }
 
-/** The signed request that stores the bytes: send it exactly as given. */
-export interface PutInstructions {
-  method: string;
-  url: string;
-  headers: Record<string, string>;
-}
-
-/** The relay's answer to an upload declaration. */
-export type UploadAnswer =
-  | { status: "deduped"; file: FileRecord }
-  | { status: "missing" }
-  | { status: "upload"; uploadId: string; expiresAt: string; put: PutInstructions };
-
-/** One delivery of a file to a chat (docs/api.md, "Files"). */
-export interface DeliveryRecord {
-  deliveryId: string;
-  fileId: string;
-  to: string;
-  mode: "native" | "link";
-  method: string;
-  /** `delivered`, or `failed` when a repeated Idempotency-Key returns a failed first attempt. */
-  status: string;
-  messageId: string | null;
-  /** Why it failed, when it did. */
-  error: string | null;
-  createdAt: string;
-}
-
-/** A file someone sent to this sandbox, waiting to be pulled (docs/api.md, "Inbox"). */
-export interface InboxItem {
-  itemId: string;
-  /** `telegram:<chatId>`, `discord:<channelId>`, `slack:<channelId>` or `operator`. */
-  source: string;
-  name: string;
-  size: number;
-  sha256: string;
-  contentType: string;
-  createdAt: string;
-  file: FileRecord;
-  /** Not in the documented shape (the id is `file.fileId`), but accepted. */
-  fileId?: string;
-}
+/** An inbox entry; a top-level `fileId` is accepted too, though the documented place is `file`. */
+export type InboxItem = InboxRecord & { fileId?: string };
 
 /**
  * Relay error codes that override the status's usual verdict. The platform refused a delivery
  * (502), could not be reached through the relay's own retries (504) or is not set up (503): the
- * failure is recorded under the Idempotency-Key, so asking again changes nothing. A delivery with
- * the same key still being sent (409) is worth asking again: a retry will find it finished.
+ * relay already retried what was worth retrying, so asking again at once would fail the same way
+ * (a later `send` may try again under the same key). A delivery with the same key still being
+ * sent (409) is worth asking again: a retry will find it finished.
  */
 const FINAL_CODES = new Set(["delivery_failed", "platform_unreachable", "platform_not_configured"]);
 const RETRYABLE_CODES = new Set(["delivery_in_progress"]);

@@ -7,8 +7,8 @@ import type { Deps } from "../deps";
 import { AppError } from "../errors";
 import { newId } from "../ids";
 import { blobKey } from "../storage";
-import type { PutInstructions } from "../storage/blob-store";
-import { toFileRecord, type FileRecord } from "./file-record";
+import type { UploadAnswer } from "../wire-types";
+import { toFileRecord } from "./file-record";
 import { byteCount, fileName, mediaType, sha256Hex } from "./validation";
 
 export const declareUploadBody = z
@@ -35,11 +35,6 @@ export const declareUploadBody = z
 
 export type DeclareUploadBody = z.infer<typeof declareUploadBody>;
 
-export type DeclareUploadResult =
-  | { status: "deduped"; file: FileRecord }
-  | { status: "missing" }
-  | { status: "upload"; uploadId: string; expiresAt: string; put: PutInstructions };
-
 /** Gzip never grows data by more than a few bytes per 16 KiB block; allow generous slack. */
 function maxGzipSize(size: number): number {
   return size + Math.ceil(size / 1000) + 1024;
@@ -55,7 +50,7 @@ export async function declareUpload(
   session: Session,
   body: DeclareUploadBody,
   origin: string,
-): Promise<DeclareUploadResult> {
+): Promise<UploadAnswer> {
   const { config, db } = deps;
   const now = deps.now();
   if (body.size > config.maxFileBytes) {

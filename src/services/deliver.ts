@@ -10,6 +10,7 @@ import { sniffMediaKind, SNIFF_BYTES } from "../platforms/media-kind";
 import { PlatformError, type SentMessage } from "../platforms/platform";
 import { withPlatformRetry } from "../platforms/retry";
 import { planDelivery } from "../platforms/tiers";
+import type { DeliveryRecord } from "../wire-types";
 import { humanSize } from "./human-size";
 import { toFileRecord } from "./file-record";
 import { openOriginal } from "./original-bytes";
@@ -19,18 +20,7 @@ export const deliverBody = z
   .object({ to: destination, caption: z.string().max(1024).optional() })
   .strict();
 
-/** A delivery as the API returns it. */
-export interface DeliveryRecord {
-  deliveryId: string;
-  fileId: string;
-  to: string;
-  mode: "native" | "link";
-  method: string;
-  status: Delivery["status"];
-  messageId: string | null;
-  error: string | null;
-  createdAt: string;
-}
+export type { DeliveryRecord } from "../wire-types";
 
 export function toDeliveryRecord(delivery: Delivery): DeliveryRecord {
   return {

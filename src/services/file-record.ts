@@ -1,21 +1,9 @@
 import { createShareToken } from "../auth/share-link";
 import type { FileRow } from "../db/files";
 import type { Deps } from "../deps";
+import type { FileRecord } from "../wire-types";
 
-/** A file as the API returns it, with a fresh share link. */
-export interface FileRecord {
-  fileId: string;
-  sessionId: string;
-  name: string;
-  size: number;
-  sha256: string;
-  contentType: string;
-  createdAt: string;
-  expiresAt: string;
-  deduped: boolean;
-  url: string;
-  urlExpiresAt: string;
-}
+export type { FileRecord } from "../wire-types";
 
 /** The share link lives `LINK_TTL_SECONDS`, never longer than the file. */
 export async function toFileRecord(deps: Deps, file: FileRow, origin: string): Promise<FileRecord> {

@@ -13,7 +13,8 @@ import type { Deps } from "../deps";
 import { newId } from "../ids";
 import { parseDestination, type Platform } from "../platforms";
 import type { InboundAttachment, WebhookEvent } from "../platforms/platform";
-import { toFileRecord, type FileRecord } from "./file-record";
+import type { InboxRecord } from "../wire-types";
+import { toFileRecord } from "./file-record";
 import { ingest } from "./ingest";
 import { mediaType } from "./validation";
 
@@ -30,17 +31,7 @@ interface PendingAttachment {
   contentType?: string;
 }
 
-/** An inbox entry as the API returns it. */
-export interface InboxRecord {
-  itemId: string;
-  source: string;
-  name: string;
-  size: number;
-  sha256: string;
-  contentType: string;
-  createdAt: string;
-  file: FileRecord;
-}
+export type { InboxRecord } from "../wire-types";
 
 /**
  * Puts a verified webhook's attachments in the inbox of the newest live session bound to

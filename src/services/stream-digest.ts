@@ -14,6 +14,9 @@ export async function digestStream(
   maxSize = Infinity,
 ): Promise<Digest> {
   const digest = new crypto.DigestStream("SHA-256");
+  const hashed = digest.digest;
+  // An aborted pipe rejects the digest too; the pipe's own rejection is what callers see.
+  hashed.catch(() => {});
   let size = 0;
   await stream
     .pipeThrough(
@@ -26,7 +29,7 @@ export async function digestStream(
       }),
     )
     .pipeTo(digest);
-  return { size, sha256Hex: bytesToHex(await digest.digest) };
+  return { size, sha256Hex: bytesToHex(await hashed) };
 }
 
 /**

@@ -1,3 +1,7 @@
+import type { PutInstructions } from "../wire-types";
+
+export type { PutInstructions } from "../wire-types";
+
 /**
  * The one contract every object store implements. Keys are chosen by the relay
  * (content-addressed); a store never decides what a key means.
@@ -48,13 +52,6 @@ export interface UploadUrlRequest {
   expiresAt: number;
   /** The relay's own origin, for stores whose uploads go through the relay. */
   relayOrigin: string;
-}
-
-export interface PutInstructions {
-  method: "PUT";
-  url: string;
-  /** Headers the client must send exactly; the URL's signature covers them. */
-  headers: Record<string, string>;
 }
 
 export interface ExpectedContent {

@@ -2,6 +2,7 @@ import { createHash, randomBytes } from "node:crypto";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { gunzipSync } from "node:zlib";
+import type { DeliveryRecord, FileRecord, InboxRecord as InboxItem } from "../../src/wire-types";
 
 /**
  * A stand-in for the relay on 127.0.0.1 that speaks the routes of docs/api.md the shim uses for
@@ -21,41 +22,8 @@ export interface Call {
   json?: unknown;
 }
 
-export interface FileRecord {
-  fileId: string;
-  name: string;
-  size: number;
-  sha256: string;
-  contentType: string;
-  createdAt: string;
-  expiresAt: string;
-  url: string;
-  sessionId: string;
-  deduped: boolean;
-}
-
-export interface InboxItem {
-  itemId: string;
-  source: string;
-  name: string;
-  size: number;
-  sha256: string;
-  contentType: string;
-  createdAt: string;
-  file: FileRecord;
-}
-
-export interface DeliveryRecord {
-  deliveryId: string;
-  fileId: string;
-  to: string;
-  mode: "native" | "link";
-  method: string;
-  status: "delivered" | "failed";
-  messageId: string | null;
-  error: string | null;
-  createdAt: string;
-}
+export type { DeliveryRecord, FileRecord } from "../../src/wire-types";
+export type { InboxRecord as InboxItem } from "../../src/wire-types";
 
 /** An answer the fake relay gives instead of the normal one. */
 export interface Refusal {
@@ -144,6 +112,7 @@ export async function startFakeRelay(): Promise<FakeRelay> {
       createdAt: now.toISOString(),
       expiresAt: new Date(now.getTime() + 86_400_000).toISOString(),
       url: `${base}/d/${randomBytes(12).toString("hex")}`,
+      urlExpiresAt: new Date(now.getTime() + 86_400_000).toISOString(),
       sessionId: "s_fake",
       deduped: false,
     };

@@ -3,23 +3,14 @@ import { mkdtemp, readFile, readdir, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { SendResult } from "../../agent-shim/src/send-result";
 import { startStrictS3, type StrictS3 } from "../fixtures/s3/strict-s3";
 import { startRelay, type RunningRelay } from "../support/relay";
 import { startFlakyProxy } from "./flaky-proxy";
 import { RUNTIMES, failureLine, prepareShim, runShim, type RunOptions } from "./run-shim";
 
 /** One line of `airlock send --json`. */
-interface Sent {
-  fileId: string;
-  name: string;
-  size: number;
-  sha256: string;
-  url: string;
-  expiresAt: string;
-  deduped: boolean;
-  uploadedBytes: number;
-  deliveries: unknown[];
-}
+type Sent = SendResult;
 
 const sha256 = (bytes: Uint8Array) => createHash("sha256").update(bytes).digest("hex");
 

@@ -15,6 +15,7 @@ import {
   type StoredBytes,
 } from "../prepare.js";
 import { RelayClient, type DeliveryRecord, type FileRecord } from "../relay-client.js";
+import type { FailedDelivery, SendResult } from "../send-result.js";
 import { SentCache } from "../sent-cache.js";
 import { putStoredBytes } from "../upload.js";
 
@@ -28,27 +29,7 @@ const OPTIONS = {
 /** A destination as `--to` takes it; the relay checks the same shapes. */
 const DESTINATION = /^(telegram:-?\d+|discord:\d+|slack:[A-Z0-9]+)$/;
 
-/** A delivery the relay refused or could not be asked for, as `send --json` reports it. */
-export interface FailedDelivery {
-  fileId: string;
-  to: string;
-  status: "failed";
-  error: { code: string | null; message: string };
-}
-
-/** One line of `send --json`. */
-export interface SendResult {
-  fileId: string;
-  name: string;
-  size: number;
-  sha256: string;
-  url: string;
-  expiresAt: string;
-  deduped: boolean;
-  /** Bytes PUT to storage: 0 on a dedup hit, the stored (possibly gzipped) size otherwise. */
-  uploadedBytes: number;
-  deliveries: (DeliveryRecord | FailedDelivery)[];
-}
+export type { FailedDelivery, SendResult } from "../send-result.js";
 
 /**
  * `airlock send <path>... [--to <platform:id>]... [--caption <text>]`: checks every path and

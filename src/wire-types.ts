@@ -1,0 +1,59 @@
+/**
+ * The relay's JSON answers (docs/api.md), as the relay produces them and the shim reads
+ * them. Types only and no imports, so the shim can share them without bundling any relay code.
+ */
+
+/** A stored file, with a fresh share link. */
+export interface FileRecord {
+  fileId: string;
+  sessionId: string;
+  name: string;
+  size: number;
+  sha256: string;
+  contentType: string;
+  createdAt: string;
+  expiresAt: string;
+  deduped: boolean;
+  url: string;
+  urlExpiresAt: string;
+}
+
+/** The signed request that stores an upload's bytes: send it exactly as given. */
+export interface PutInstructions {
+  method: "PUT";
+  url: string;
+  /** Headers the client must send exactly; the URL's signature covers them. */
+  headers: Record<string, string>;
+}
+
+/** The answer to `POST /v1/uploads`. */
+export type UploadAnswer =
+  | { status: "deduped"; file: FileRecord }
+  | { status: "missing" }
+  | { status: "upload"; uploadId: string; expiresAt: string; put: PutInstructions };
+
+/** One delivery of a file to a chat. */
+export interface DeliveryRecord {
+  deliveryId: string;
+  fileId: string;
+  to: string;
+  mode: "native" | "link";
+  method: string;
+  status: "sending" | "delivered" | "failed";
+  messageId: string | null;
+  error: string | null;
+  createdAt: string;
+}
+
+/** A file waiting in a sandbox's inbox. */
+export interface InboxRecord {
+  itemId: string;
+  /** `telegram:<chatId>`, `discord:<channelId>`, `slack:<channelId>` or `operator`. */
+  source: string;
+  name: string;
+  size: number;
+  sha256: string;
+  contentType: string;
+  createdAt: string;
+  file: FileRecord;
+}
