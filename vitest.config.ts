@@ -30,7 +30,10 @@ export default defineConfig({
           name: "workers",
           include: ["test/{routes,storage,auth,db,http,services,platforms}/**/*.test.ts"],
           setupFiles: ["./test/apply-migrations.ts"],
-          globalSetup: ["./test/fixtures/s3/global-setup.ts", "./test/fixtures/platforms/global-setup.ts"],
+          globalSetup: [
+            "./test/fixtures/s3/global-setup.ts",
+            "./test/fixtures/platforms/global-setup.ts",
+          ],
         },
       }),
       // End-to-end: the built shim as a subprocess against `wrangler dev` and a strict S3 server.
