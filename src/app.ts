@@ -4,6 +4,7 @@ import type { AppEnv } from "./app-env";
 import { readConfig, type Config } from "./config";
 import type { Bindings } from "./env";
 import { AppError } from "./errors";
+import { loggablePath, logEvent } from "./log";
 import { blobUploads } from "./routes/blob-uploads";
 import { createPlatforms, type Platforms } from "./platforms";
 import { files } from "./routes/files";
@@ -80,14 +81,15 @@ app.onError((error, c) => {
       error.status,
     );
   }
-  console.error(
-    JSON.stringify({
-      event: "unhandled_error",
+  logEvent(
+    "unhandled_error",
+    {
       method: c.req.method,
-      path: c.req.path,
+      path: loggablePath(c.req.path),
       error: String(error),
       stack: (error as Error).stack,
-    }),
+    },
+    "error",
   );
   return c.json({ error: { code: "internal", message: "internal error" } }, 500);
 });

@@ -123,12 +123,19 @@ export async function markInboxReady(db: D1Database, id: string, fileId: string)
     .run();
 }
 
-export async function markInboxFailed(db: D1Database, id: string, error: string): Promise<void> {
+/** Records a failed fetch; `minAttempts` lets a hopeless one count as out of retries. */
+export async function markInboxFailed(
+  db: D1Database,
+  id: string,
+  error: string,
+  minAttempts = 0,
+): Promise<void> {
   await db
     .prepare(
-      "UPDATE inbox SET status = 'failed', error = ? WHERE id = ? AND status IN ('fetching', 'failed')",
+      `UPDATE inbox SET status = 'failed', error = ?, attempts = MAX(attempts, ?)
+       WHERE id = ? AND status IN ('fetching', 'failed')`,
     )
-    .bind(error, id)
+    .bind(error, minAttempts, id)
     .run();
 }
 

@@ -12,6 +12,11 @@ export async function* iterate(stream: ReadableStream<Uint8Array>): AsyncIterabl
   }
 }
 
+/** An attachment the relay will not fetch, however often it is asked: not worth a retry. */
+export class AttachmentRefusedError extends Error {
+  override readonly name = "AttachmentRefusedError";
+}
+
 /** Fetches `url` only when its host is on the allow-list; never follows redirects elsewhere. */
 export async function fetchFromAllowedHost(
   url: string,
@@ -20,7 +25,7 @@ export async function fetchFromAllowedHost(
 ): Promise<{ body: ReadableStream<Uint8Array>; size: number }> {
   const parsed = new URL(url);
   if (!allowedHosts.includes(parsed.host) || !/^https?:$/.test(parsed.protocol)) {
-    throw new Error(
+    throw new AttachmentRefusedError(
       `refusing to fetch an attachment from ${parsed.host}: not one of the platform's hosts`,
     );
   }

@@ -4,6 +4,7 @@ import type { FileRow } from "../db/files";
 import type { Session } from "../db/sessions";
 import type { Deps } from "../deps";
 import { AppError } from "../errors";
+import { logEvent, since } from "../log";
 import { newId } from "../ids";
 import { parseDestination } from "../platforms";
 import { sniffMediaKind, SNIFF_BYTES } from "../platforms/media-kind";
@@ -49,6 +50,7 @@ export async function deliverFile(
   idempotencyKey: string | undefined,
   origin: string,
 ): Promise<DeliveryRecord> {
+  const started = Date.now();
   const to = parseDestination(request.to);
   if (!to) throw new AppError("invalid_request", "to: must be platform:id");
   if (!session.destinations.includes(request.to)) {
@@ -75,6 +77,13 @@ export async function deliverFile(
     createdAt: deps.now(),
     finishedAt: null,
   });
+  const logged = {
+    deliveryId: claim.delivery.id,
+    fileId: file.id,
+    to: request.to,
+    mode: plan.mode,
+    size: file.size,
+  };
   if (!claim.claimed) {
     if (claim.delivery.status === "sending") throw new AppError("delivery_in_progress");
     return toDeliveryRecord(claim.delivery);
@@ -116,8 +125,10 @@ export async function deliverFile(
       { status: "failed", error: reason },
       deps.now(),
     );
-    console.error(
-      JSON.stringify({ event: "delivery_failed", fileId: file.id, to: request.to, reason }),
+    logEvent(
+      "delivery",
+      { ...logged, status: "failed", error: reason, durationMs: since(started) },
+      "warn",
     );
     throw new AppError(
       error instanceof PlatformError ? "delivery_failed" : "platform_unreachable",
@@ -130,6 +141,12 @@ export async function deliverFile(
     { status: "delivered", platformMessageId: sent.messageId },
     deps.now(),
   );
+  logEvent("delivery", {
+    ...logged,
+    method: sent.method,
+    status: "delivered",
+    durationMs: since(started),
+  });
   return toDeliveryRecord({
     ...claim.delivery,
     method: sent.method,

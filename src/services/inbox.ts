@@ -10,9 +10,11 @@ import {
 import { findFile } from "../db/files";
 import { findSessionForDestination } from "../db/sessions";
 import type { Deps } from "../deps";
+import { logEvent } from "../log";
 import { newId } from "../ids";
 import { parseDestination, type Platform } from "../platforms";
 import type { InboundAttachment, WebhookEvent } from "../platforms/platform";
+import { AttachmentRefusedError } from "../platforms/streams";
 import type { InboxRecord } from "../wire-types";
 import { toFileRecord } from "./file-record";
 import { ingest } from "./ingest";
@@ -56,7 +58,11 @@ export async function receiveAttachments(
   if (event.attachments.length === 0) return;
   const sessionId = await findSessionForDestination(deps.db, event.chat, deps.now());
   if (!sessionId) {
-    console.warn(JSON.stringify({ event: "attachment_without_session", chat: event.chat }));
+    logEvent(
+      "attachment_without_session",
+      { chat: event.chat, attachments: event.attachments.length },
+      "warn",
+    );
     return;
   }
   for (const [index, attachment] of event.attachments.entries()) {
@@ -103,10 +109,24 @@ export async function fetchIntoInbox(deps: Deps, itemId: string, attempts = 3): 
         size,
       });
       await markInboxReady(deps.db, itemId, file.id);
+      logEvent("attachment_fetched", {
+        itemId,
+        chat: item.source,
+        fileId: file.id,
+        size: file.size,
+        attempt,
+      });
       return;
     } catch (error) {
-      await markInboxFailed(deps.db, itemId, String(error).slice(0, 500));
+      const hopeless = error instanceof AttachmentRefusedError;
+      await markInboxFailed(
+        deps.db,
+        itemId,
+        String(error).slice(0, 500),
+        hopeless ? MAX_FETCH_ATTEMPTS : 0,
+      );
       logFailure("attachment_fetch_failed", item.source, error, { itemId, attempt });
+      if (hopeless) return;
       if (attempt < attempts)
         await new Promise((resolve) => setTimeout(resolve, 250 * 4 ** (attempt - 1)));
     }
@@ -160,7 +180,7 @@ function logFailure(
   error: unknown,
   extra: object = {},
 ): void {
-  console.error(JSON.stringify({ event, chat, error: String(error), ...extra }));
+  logEvent(event, { chat, error: String(error), ...extra }, "error");
 }
 
 /** The operator's seed: bytes stored and placed in the session's inbox, ready at once. */

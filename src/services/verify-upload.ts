@@ -2,6 +2,7 @@ import { upsertBlob } from "../db/blobs";
 import { markFileDeleted, markFileVerified, type FileRow } from "../db/files";
 import type { Upload } from "../db/uploads";
 import type { Deps } from "../deps";
+import { logEvent } from "../log";
 import { digestOriginal } from "./original-bytes";
 import { rejectUpload } from "./reject-upload";
 
@@ -19,12 +20,20 @@ export async function verifyGzipUpload(
   if (original && original.size === upload.size && original.sha256Hex === upload.sha256) {
     await upsertBlob(deps.db, blobOf(upload, file));
     await markFileVerified(deps.db, file.id);
+    logEvent("upload_verified", {
+      uploadId: upload.id,
+      fileId: file.id,
+      size: upload.size,
+      storedSize: upload.storedSize,
+    });
     return true;
   }
   await markFileDeleted(deps.db, file.id, deps.now());
   await rejectUpload(deps, upload);
-  console.warn(
-    JSON.stringify({ event: "upload_content_mismatch", uploadId: upload.id, fileId: file.id }),
+  logEvent(
+    "upload_content_mismatch",
+    { uploadId: upload.id, fileId: file.id, size: upload.size },
+    "warn",
   );
   return false;
 }

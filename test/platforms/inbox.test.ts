@@ -229,11 +229,18 @@ describe("receiving from Discord", () => {
     };
     await interaction(command(channel, evil));
     expect(await inboxOf(token)).toEqual([]);
-    const row = await env.DB.prepare("SELECT status, error FROM inbox WHERE source = ?")
+    const row = await env.DB.prepare("SELECT status, error, attempts FROM inbox WHERE source = ?")
       .bind(`discord:${channel}`)
-      .first<{ status: string; error: string }>();
+      .first<{ status: string; error: string; attempts: number }>();
     expect(row?.status).toBe("failed");
     expect(row?.error).toContain("not one of the platform's hosts");
+    // A refusal is final: no retries now, nor when the sandbox polls again.
+    expect(row?.attempts).toBe(5);
+    await inboxOf(token);
+    const after = await env.DB.prepare("SELECT attempts FROM inbox WHERE source = ?")
+      .bind(`discord:${channel}`)
+      .first<{ attempts: number }>();
+    expect(after?.attempts).toBe(5);
   });
 });
 
