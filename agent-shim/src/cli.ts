@@ -3,12 +3,19 @@ import { get } from "./commands/get.js";
 import { ls } from "./commands/ls.js";
 import { pull } from "./commands/pull.js";
 import { send } from "./commands/send.js";
+import { toolSchemaCommand } from "./commands/tool-schema.js";
 import { UsageError } from "./errors.js";
 import { HELP, USAGE } from "./help.js";
 import { exitQuietlyOnClosedStdout, fail, print } from "./output.js";
 import { VERSION } from "./version.js";
 
-const COMMANDS: Record<string, (args: string[]) => Promise<void>> = { send, get, pull, ls };
+const COMMANDS: Record<string, (args: string[]) => Promise<void>> = {
+  send,
+  get,
+  pull,
+  ls,
+  "tool-schema": toolSchemaCommand,
+};
 
 /** Dispatches `airlock <command> ...`, or answers the global flags. */
 async function main(argv: string[]): Promise<void> {

@@ -2,11 +2,12 @@ import { DEFAULT_PULL_DIR } from "./config.js";
 
 /** One usage line per command, quoted by usage errors. */
 export const USAGE = {
-  send: "airlock send <path>... [--to <platform:id>]... [--caption <text>] [--json]",
+  send: "airlock send <path>... [--to <platform:id>]... [--caption <text>] [--json] [--media-tag]",
   get: "airlock get <fileId|shareUrl> [-o <path>]",
   pull: "airlock pull [--dir <dir>] [--json]",
   ls: "airlock ls [--json]",
-  global: "airlock <send|get|pull|ls> ... | airlock --help | airlock --version",
+  toolSchema: "airlock tool-schema [--format openai|mcp]",
+  global: "airlock <send|get|pull|ls|tool-schema> ... | airlock --help | airlock --version",
 } as const;
 
 /** The whole of `airlock --help`. */
@@ -17,6 +18,7 @@ Usage
   ${USAGE.get}
   ${USAGE.pull}
   ${USAGE.ls}
+  ${USAGE.toolSchema}
   airlock --help | --version
 
 Commands
@@ -26,12 +28,20 @@ Commands
   pull    write the files people sent to this sandbox into a directory, verified, never
           overwriting (report.pdf, then "report (1).pdf"), and print a line per file
   ls      list this session's files
+  tool-schema
+          print the tools an agent host registers for its model, as JSON: send_file (the
+          host runs: airlock send --json [--to=<d>]... [--caption=<c>] -- <path>) and
+          receive_files (the host runs: airlock pull)
 
 Options
   --to <platform:id>   deliver to a chat: telegram:<chatId>, discord:<channelId> or
                        slack:<channelId>; repeat for several (the session must allow each)
   --caption <text>     caption for --to deliveries
   --json               one JSON object per file per line on stdout
+  --media-tag          send prints MEDIA:<url> instead of the bare URL (with --json: before
+                       each JSON line), for gateways that route MEDIA: lines
+  --format <format>    tool-schema's format: openai (function tools, the default) or mcp
+                       (a tools/list result)
   -o, --output <path>  where get writes: a file, a directory, or - for stdout
                        (default: the file's name in the current directory, never overwritten)
   --dir <dir>          where pull writes (default: ${DEFAULT_PULL_DIR}, created if missing)

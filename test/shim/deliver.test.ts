@@ -19,7 +19,8 @@ afterAll(async () => {
   if (dir) await rm(dir, { recursive: true, force: true });
 });
 
-const USAGE = "airlock send <path>... [--to <platform:id>]... [--caption <text>] [--json]";
+const USAGE =
+  "airlock send <path>... [--to <platform:id>]... [--caption <text>] [--json] [--media-tag]";
 
 describe.each(RUNTIMES)("airlock send --to under $name", ({ node }) => {
   let relay: FakeRelay;

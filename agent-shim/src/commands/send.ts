@@ -2,6 +2,7 @@ import { open, stat } from "node:fs/promises";
 import { basename } from "node:path";
 import { parseCommandArgs } from "../args.js";
 import { gzipLevel, relayConfig, retryPolicy, type RetryPolicy } from "../config.js";
+import { DESTINATION, DESTINATION_SHAPES } from "../destinations.js";
 import { CliError, RefusalError, UsageError, fsError } from "../errors.js";
 import { HELP, USAGE } from "../help.js";
 import { note, print, warn } from "../output.js";
@@ -23,18 +24,22 @@ const OPTIONS = {
   to: { type: "string", multiple: true },
   caption: { type: "string" },
   json: { type: "boolean" },
+  "media-tag": { type: "boolean" },
   help: { type: "boolean", short: "h" },
 } as const;
-
-/** A destination as `--to` takes it; the relay checks the same shapes. */
-const DESTINATION = /^(telegram:-?\d+|discord:\d+|slack:[A-Z0-9]+)$/;
 
 export type { FailedDelivery, SendResult } from "../send-result.js";
 
 /**
- * `airlock send <path>... [--to <platform:id>]... [--caption <text>]`: checks every path and
- * destination first, then sends each file, delivers it to each destination, and prints its share
- * URL. A failed delivery is reported and the rest carry on: the file is sent all the same.
+ * `airlock send <path>... [--to <platform:id>]... [--caption <text>] [--json] [--media-tag]`:
+ * checks every path and destination first, then sends each file, delivers it to each destination,
+ * and prints its share URL. A failed delivery is reported and the rest carry on: the file is sent
+ * all the same.
+ *
+ * Per file, stdout gets the bare URL as soon as the file is sent, or with --json a JSON line once
+ * its deliveries are done. --media-tag prints `MEDIA:<url>` in place of the bare URL, for gateways
+ * that route such lines; with --json as well, the MEDIA line comes first and the JSON line after
+ * it, so each line is told by its first character (`M` or `{`).
  */
 export async function send(args: string[]): Promise<void> {
   const { values, positionals: paths } = parseCommandArgs(args, OPTIONS, USAGE.send);
@@ -45,9 +50,7 @@ export async function send(args: string[]): Promise<void> {
   const destinations = [...new Set(values.to ?? [])];
   for (const to of destinations) {
     if (!DESTINATION.test(to)) {
-      throw new UsageError(
-        `--to ${to} is not telegram:<chatId>, discord:<channelId> or slack:<channelId>; usage: ${USAGE.send}`,
-      );
+      throw new UsageError(`--to ${to} is not ${DESTINATION_SHAPES}; usage: ${USAGE.send}`);
     }
   }
   if (values.caption !== undefined && destinations.length === 0) {
@@ -61,7 +64,9 @@ export async function send(args: string[]): Promise<void> {
   let failed = false;
   for (const path of paths) {
     const result = await sendFile(relay, path, options).finally(() => options.sent.save());
-    if (!values.json) print(result.url); // First: the file is sent, whatever becomes of deliveries.
+    // First: the file is sent, whatever becomes of deliveries.
+    if (values["media-tag"]) print(`MEDIA:${result.url}`);
+    else if (!values.json) print(result.url);
     for (const to of destinations) {
       const delivery = await deliver(relay, result, to, values.caption);
       failed ||= delivery.status !== "delivered";
