@@ -6,6 +6,15 @@ import { withKnownLength } from "../storage/known-length";
 import { contentDisposition } from "./content-disposition";
 import { parseRange } from "./range";
 
+/** How to serve a file other than as an attachment of its declared type. */
+export interface FileResponseOptions {
+  /**
+   * `inline` with the type read from the file's magic bytes, for previews of types a
+   * browser shows but never runs (raster images, PDF, audio, video). Callers decide that.
+   */
+  inline?: { contentType: string };
+}
+
 /**
  * The original bytes of a file as an HTTP response: streamed, with validators and
  * single-range support. Served as an attachment with `nosniff` and a sandboxing CSP,
@@ -15,11 +24,12 @@ export async function fileResponse(
   store: BlobStore,
   file: FileRow,
   request: Request,
+  options: FileResponseOptions = {},
 ): Promise<Response> {
   const etag = `"${file.sha256}"`;
   const headers = new Headers({
-    "content-type": file.contentType,
-    "content-disposition": contentDisposition(file.name),
+    "content-type": options.inline?.contentType ?? file.contentType,
+    "content-disposition": contentDisposition(file.name, options.inline ? "inline" : "attachment"),
     etag,
     "accept-ranges": "bytes",
     // The bytes go out exactly as stored: no on-the-fly compression by Cloudflare's

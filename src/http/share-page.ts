@@ -1,0 +1,99 @@
+import type { FileRow } from "../db/files";
+import type { AppError } from "../errors";
+import { humanSize } from "../services/human-size";
+import type { BlobStore } from "../storage";
+import { escapeHtml, htmlPage } from "./share-page/html";
+import { loadPreview } from "./share-page/preview";
+import { renderPreview } from "./share-page/render-preview";
+
+export { inlineMime } from "./share-page/preview-kind";
+
+/**
+ * A browser navigating to a share link (it accepts HTML) gets the page; any other client,
+ * a `?download` or `?inline` link and a Range request get the bytes.
+ */
+export function wantsPage(request: Request): boolean {
+  const url = new URL(request.url);
+  if (url.searchParams.has("download") || url.searchParams.has("inline")) return false;
+  if (request.headers.has("range")) return false;
+  return acceptsHtml(request);
+}
+
+/** Whether the client lists `text/html` (with a non-zero q) in `Accept`. */
+export function acceptsHtml(request: Request): boolean {
+  return (request.headers.get("accept") ?? "").split(",").some((item) => {
+    const [type = "", ...params] = item.split(";").map((part) => part.trim().toLowerCase());
+    return type === "text/html" && !params.some((p) => /^q=0(\.0*)?$/.test(p));
+  });
+}
+
+/** When the link stops working and the clock it is read against. */
+export interface LinkTimes {
+  expiresAt: number;
+  now: number;
+}
+
+/**
+ * The share page: the file's name, size, type and expiry, a download link and a preview.
+ * Everything from the file is escaped and no script runs (see `htmlPage`).
+ */
+export async function sharePage(
+  store: BlobStore,
+  file: FileRow,
+  link: LinkTimes,
+): Promise<Response> {
+  const name = escapeHtml(file.name);
+  const size = `${humanSize(file.size)}${file.size >= 1000 ? ` <span class="note">(${file.size.toLocaleString("en-US")} bytes)</span>` : ""}`;
+  const expires = new Date(Math.floor(link.expiresAt / 1000) * 1000)
+    .toISOString()
+    .replace(".000Z", "Z");
+  const body = `<h1>${name}</h1>
+<dl>
+<dt>Size</dt><dd>${size}</dd>
+<dt>Type</dt><dd>${escapeHtml(file.contentType)}</dd>
+<dt>Link expires</dt><dd><time datetime="${expires}">${expires.replace("T", " ").replace("Z", " UTC")}</time> (${relativeTime(link.expiresAt - link.now)})</dd>
+<dt>SHA-256</dt><dd><code>${file.sha256}</code></dd>
+</dl>
+<p><a class="button" href="?download=1" download="${name}">Download (${humanSize(file.size)})</a></p>
+${renderPreview(await loadPreview(store, file), file.name)}`;
+  return htmlPage(200, `${file.name} · Airlock`, body);
+}
+
+const ERROR_PAGES: Partial<Record<string, { title: string; text: string }>> = {
+  invalid_link: {
+    title: "This link is not valid",
+    text: "The link is incomplete or was changed. Ask for the link again.",
+  },
+  link_expired: {
+    title: "This link has expired",
+    text: "Share links stop working after a while. Ask whoever shared it for a new link.",
+  },
+  file_expired: {
+    title: "This file has expired",
+    text: "The file was removed when its time ran out. Ask whoever shared it to send it again.",
+  },
+  file_not_found: {
+    title: "File not found",
+    text: "The file behind this link no longer exists.",
+  },
+};
+
+/** The HTML form of a share link's error, with its status, for browsers. */
+export function shareErrorPage(error: AppError): Promise<Response> {
+  const page = ERROR_PAGES[error.code] ?? { title: "Something went wrong", text: error.message };
+  return htmlPage(
+    error.status,
+    `${page.title} · Airlock`,
+    `<h1>${escapeHtml(page.title)}</h1>\n<p>${escapeHtml(page.text)}</p>`,
+  );
+}
+
+/** "in 5 minutes", "in 23 hours", "in 6 days". */
+function relativeTime(ms: number): string {
+  const format = new Intl.RelativeTimeFormat("en", { numeric: "always" });
+  const seconds = Math.round(ms / 1000);
+  if (Math.abs(seconds) < 60) return format.format(seconds, "second");
+  if (Math.abs(seconds) < 3600) return format.format(Math.round(seconds / 60), "minute");
+  if (Math.abs(seconds) < 86400 * 2) return format.format(Math.round(seconds / 3600), "hour");
+  return format.format(Math.round(seconds / 86400), "day");
+}
