@@ -92,14 +92,28 @@ export async function claimDelivery(
 export async function finishDelivery(
   db: D1Database,
   id: string,
-  outcome: { status: "delivered" | "failed"; platformMessageId?: string; error?: string },
+  outcome: {
+    status: "delivered" | "failed";
+    /** The platform method that succeeded (e.g. `sendDocument`), replacing the planned kind. */
+    method?: string;
+    platformMessageId?: string;
+    error?: string;
+  },
   now: number,
 ): Promise<void> {
   await db
     .prepare(
-      "UPDATE deliveries SET status = ?, platform_message_id = ?, error = ?, finished_at = ? WHERE id = ?",
+      `UPDATE deliveries SET status = ?, method = COALESCE(?, method), platform_message_id = ?, error = ?,
+       finished_at = ? WHERE id = ?`,
     )
-    .bind(outcome.status, outcome.platformMessageId ?? null, outcome.error ?? null, now, id)
+    .bind(
+      outcome.status,
+      outcome.method ?? null,
+      outcome.platformMessageId ?? null,
+      outcome.error ?? null,
+      now,
+      id,
+    )
     .run();
 }
 

@@ -138,7 +138,7 @@ export async function deliverFile(
   await finishDelivery(
     deps.db,
     claim.delivery.id,
-    { status: "delivered", platformMessageId: sent.messageId },
+    { status: "delivered", method: sent.method, platformMessageId: sent.messageId },
     deps.now(),
   );
   logEvent("delivery", {

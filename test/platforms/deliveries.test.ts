@@ -157,7 +157,7 @@ describe("delivery to Telegram", () => {
     const second = (await (
       await deliver(file.fileId, { to: `telegram:${chats.telegram}` }, "key-1")
     ).json()) as DeliveryRecord;
-    expect(second.deliveryId).toBe(first.deliveryId);
+    expect(second).toEqual(first);
     const sent = (await fakes.requests("telegram", "sendDocument")).filter(
       (r) => r.fields.chat_id === chats.telegram,
     );

@@ -1,0 +1,117 @@
+/**
+ * Node.js entry (`airlock/node`): everything the core entry exports, with clients that
+ * also take file paths. Seeding from a path streams the file (never read whole into
+ * memory); `downloadToFile` streams to disk through a temp file, checks the SHA-256 and
+ * renames into place.
+ *
+ * ```ts
+ * import { AirlockClient } from "airlock/node";
+ *
+ * const airlock = new AirlockClient({ url: process.env.AIRLOCK_URL!, adminToken: process.env.AIRLOCK_ADMIN_TOKEN });
+ * const { sessionId, token } = await airlock.createSession({ ttlSeconds: 3600 });
+ * await airlock.seedInbox(sessionId, "./brief.pdf");
+ * // … run the agent with AIRLOCK_TOKEN=token …
+ * for (const file of await airlock.listFiles({ sessionId }))
+ *   await airlock.downloadToFile(file.fileId, `./out/${file.name}`);
+ * ```
+ *
+ * @module
+ */
+import {
+  AirlockClient as CoreClient,
+  AirlockSession as CoreSession,
+  type AirlockSessionOptions,
+} from "./client.js";
+import type { CallOptions } from "./http.js";
+import { downloadToFile, openFile } from "./node-files.js";
+import type {
+  BytesInput,
+  FileRecord,
+  InboxRecord,
+  SeedOptions,
+  StreamSeedOptions,
+} from "./types.js";
+
+export * from "./index.js";
+export { downloadToFile, openFile, type FileReader, type FileSource } from "./node-files.js";
+
+/** Options for seeding from a path: the name defaults to the file's base name. */
+export interface PathSeedOptions extends CallOptions {
+  /** The name the sandbox sees; default: the path's base name. */
+  name?: string;
+  /** MIME type; default `application/octet-stream`. */
+  contentType?: string;
+}
+
+/**
+ * The operator's client (see the core `AirlockClient`), plus, in Node: `seedInbox` from a
+ * file path and {@link AirlockClient.downloadToFile}. `asSession` gives a Node {@link AirlockSession}.
+ */
+export class AirlockClient extends CoreClient {
+  /**
+   * Seeds a session's inbox from bytes, a sized `ReadableStream`, or a file path (streamed
+   * from disk, its size from `fstat`).
+   */
+  override seedInbox(
+    sessionId: string,
+    path: string,
+    options?: PathSeedOptions,
+  ): Promise<InboxRecord>;
+  override seedInbox(
+    sessionId: string,
+    input: BytesInput,
+    options: SeedOptions,
+  ): Promise<InboxRecord>;
+  override seedInbox(
+    sessionId: string,
+    input: ReadableStream<Uint8Array>,
+    options: StreamSeedOptions,
+  ): Promise<InboxRecord>;
+  override async seedInbox(
+    sessionId: string,
+    input: string | BytesInput | ReadableStream<Uint8Array>,
+    options?: PathSeedOptions & { size?: number },
+  ): Promise<InboxRecord> {
+    if (typeof input !== "string")
+      // The core checks the input and its options at run time, whichever overload was used.
+      return super.seedInbox(
+        sessionId,
+        input as ReadableStream<Uint8Array>,
+        options as StreamSeedOptions,
+      );
+    const file = await openFile(input);
+    try {
+      return await super.seedInbox(sessionId, file.stream, {
+        ...options,
+        name: options?.name ?? file.name,
+        size: file.size,
+      });
+    } finally {
+      await file.close().catch(() => undefined);
+    }
+  }
+
+  /**
+   * Streams a file (any session's) to `path`: temp file, SHA-256 and size checked against the
+   * file record, then renamed into place. Returns the file record.
+   */
+  downloadToFile(fileId: string, path: string, options: CallOptions = {}): Promise<FileRecord> {
+    return downloadToFile(this, fileId, path, options);
+  }
+
+  override asSession(token?: string): AirlockSession {
+    return new AirlockSession(this.sessionOptions(token));
+  }
+}
+
+/** A sandbox session's client (see the core `AirlockSession`), plus {@link AirlockSession.downloadToFile}. */
+export class AirlockSession extends CoreSession {
+  constructor(options: AirlockSessionOptions) {
+    super(options);
+  }
+
+  /** Streams one of the session's files to `path`, checked and renamed into place as the operator's. */
+  downloadToFile(fileId: string, path: string, options: CallOptions = {}): Promise<FileRecord> {
+    return downloadToFile(this, fileId, path, options);
+  }
+}
