@@ -15,6 +15,7 @@ import {
 } from "../../sdk/src/node";
 import { prepareShim, RUNTIMES, runShim } from "../shim/run-shim";
 import { freePort, startRelay, type RunningRelay } from "../support/relay";
+import { rejectionOf } from "../support/rejection";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
 const sha256 = (bytes: Uint8Array) => createHash("sha256").update(bytes).digest("hex");
@@ -34,16 +35,6 @@ function randomStream(size: number) {
     },
   });
   return { stream, digest: () => hash.digest("hex") };
-}
-
-/** Rejects with what `promise` rejected with (fails the test if it resolved). */
-async function failure(promise: Promise<unknown>): Promise<AirlockError> {
-  try {
-    await promise;
-  } catch (error) {
-    return error as AirlockError;
-  }
-  throw new Error("expected a rejection");
 }
 
 describe("the operator SDK against the relay under wrangler dev", () => {
@@ -100,7 +91,7 @@ describe("the operator SDK against the relay under wrangler dev", () => {
     expect(revoked.sessionId).toBe(grant.sessionId);
     expect(Math.abs(Date.parse(revoked.revokedAt) - Date.now())).toBeLessThan(60_000);
 
-    const refused = await failure(sandbox.listFiles());
+    const refused = await rejectionOf<AirlockError>(sandbox.listFiles());
     expect(refused).toBeInstanceOf(AirlockError);
     expect(refused).toBeInstanceOf(Error);
     expect(refused).toMatchObject({
@@ -111,12 +102,14 @@ describe("the operator SDK against the relay under wrangler dev", () => {
     });
     // The same through the constructor's `token` option.
     const viaOption = new AirlockClient({ url: relay.url, token: grant.token }).asSession();
-    expect(await failure(viaOption.inbox())).toMatchObject({
+    expect(await rejectionOf<AirlockError>(viaOption.inbox())).toMatchObject({
       status: 401,
       code: "session_revoked",
     });
 
-    expect(await failure(airlock.revokeSession("ses_AAAAAAAAAAAAAAAAAAAAAA"))).toMatchObject({
+    expect(
+      await rejectionOf<AirlockError>(airlock.revokeSession("ses_AAAAAAAAAAAAAAAAAAAAAA")),
+    ).toMatchObject({
       status: 404,
       code: "session_not_found",
     });
@@ -190,7 +183,7 @@ describe("the operator SDK against the relay under wrangler dev", () => {
       // @ts-expect-error: a stream needs its size
       airlock.seedInbox(sessionId, randomStream(10).stream, { name: "x.bin" }),
     ).rejects.toThrow(TypeError);
-    const short = await failure(
+    const short = await rejectionOf<AirlockError>(
       airlock.seedInbox(sessionId, randomStream(1000).stream, { name: "short.bin", size: 2000 }),
     );
     expect(short).toBeInstanceOf(AirlockError);
@@ -248,7 +241,7 @@ describe("the operator SDK against the relay under wrangler dev", () => {
     expect(sha256(await readFile(join(out, "result.bin")))).toBe(sha256(random));
     expect((await readdir(out)).sort()).toEqual(["result.bin", "run.log"]);
     // …but not another session's.
-    expect(await failure(sandbox.getFile(otherFile!.fileId))).toMatchObject({
+    expect(await rejectionOf<AirlockError>(sandbox.getFile(otherFile!.fileId))).toMatchObject({
       status: 404,
       code: "file_not_found",
     });
@@ -274,7 +267,9 @@ describe("the operator SDK against the relay under wrangler dev", () => {
       fetch: corrupting,
     });
     const out = await mkdtemp(join(dir, "mismatch-"));
-    const refused = await failure(client.downloadToFile(sent!.fileId, join(out, "exact.bin")));
+    const refused = await rejectionOf<AirlockError>(
+      client.downloadToFile(sent!.fileId, join(out, "exact.bin")),
+    );
     expect(refused).toBeInstanceOf(AirlockError);
     expect(refused).toMatchObject({ status: 0, code: "download_mismatch" });
     expect(refused.message).toContain(sent!.sha256);
@@ -286,7 +281,7 @@ describe("the operator SDK against the relay under wrangler dev", () => {
     await writeFile(join(dir, "chart.bin"), randomBytes(1000));
     const [sent] = await shimSend(token, join(dir, "chart.bin"));
     const sandbox = airlock.asSession(token);
-    const refused = await failure(
+    const refused = await rejectionOf<AirlockError>(
       sandbox.deliver(sent!.fileId, { to: "telegram:43", caption: "hi", idempotencyKey: "k-1" }),
     );
     expect(refused).toBeInstanceOf(AirlockError);
@@ -296,11 +291,15 @@ describe("the operator SDK against the relay under wrangler dev", () => {
       message: "this session may not deliver to telegram:43",
     });
     // Bound, but this relay has no Telegram bot configured.
-    expect(await failure(sandbox.deliver(sent!.fileId, { to: "telegram:42" }))).toMatchObject({
+    expect(
+      await rejectionOf<AirlockError>(sandbox.deliver(sent!.fileId, { to: "telegram:42" })),
+    ).toMatchObject({
       status: 503,
       code: "platform_not_configured",
     });
-    expect(await failure(sandbox.deliver(sent!.fileId, { to: "email:bob" }))).toMatchObject({
+    expect(
+      await rejectionOf<AirlockError>(sandbox.deliver(sent!.fileId, { to: "email:bob" })),
+    ).toMatchObject({
       status: 400,
       code: "invalid_request",
     });
@@ -309,17 +308,19 @@ describe("the operator SDK against the relay under wrangler dev", () => {
   });
 
   it("errors carry the relay's code and message; credentials are never mixed up", async () => {
-    expect(await failure(airlock.getFile("fil_nope"))).toMatchObject({
+    expect(await rejectionOf<AirlockError>(airlock.getFile("fil_nope"))).toMatchObject({
       status: 404,
       code: "file_not_found",
       message: "no such file",
     });
     const wrong = new AirlockClient({ url: relay.url, adminToken: "not-the-admin-token" });
-    expect(await failure(wrong.createSession())).toMatchObject({
+    expect(await rejectionOf<AirlockError>(wrong.createSession())).toMatchObject({
       status: 401,
       code: "invalid_token",
     });
-    expect(await failure(airlock.createSession({ ttlSeconds: 365 * 86400 }))).toMatchObject({
+    expect(
+      await rejectionOf<AirlockError>(airlock.createSession({ ttlSeconds: 365 * 86400 })),
+    ).toMatchObject({
       status: 400,
       code: "invalid_request",
       message: expect.stringContaining("ttlSeconds"),
@@ -327,7 +328,7 @@ describe("the operator SDK against the relay under wrangler dev", () => {
     // A session token may not act as the operator.
     const { token } = await airlock.createSession();
     const confused = new AirlockClient({ url: relay.url, adminToken: token });
-    expect(await failure(confused.createSession())).toMatchObject({
+    expect(await rejectionOf<AirlockError>(confused.createSession())).toMatchObject({
       status: 403,
       code: "forbidden",
     });
@@ -345,7 +346,7 @@ describe("the operator SDK against the relay under wrangler dev", () => {
       adminToken: relay.adminToken,
       retries: 1,
     });
-    const down = await failure(closed.listFiles());
+    const down = await rejectionOf<AirlockError>(closed.listFiles());
     expect(down).toBeInstanceOf(AirlockError);
     expect(down).toMatchObject({ status: 0, code: "network_error" });
     expect(down.message).toMatch(/^GET \/v1\/files: request failed: .*ECONNREFUSED/);
@@ -374,12 +375,12 @@ describe("the operator SDK against the relay under wrangler dev", () => {
     // Out of retries (2 by default): the last refusal is the error.
     calls.length = 0;
     refusals = [503, 503, 502];
-    expect(await failure(client.getFile("fil_x"))).toMatchObject({ status: 502 });
+    expect(await rejectionOf<AirlockError>(client.getFile("fil_x"))).toMatchObject({ status: 502 });
     expect(calls).toHaveLength(3);
 
     calls.length = 0;
     refusals = [503];
-    expect(await failure(client.createSession())).toMatchObject({
+    expect(await rejectionOf<AirlockError>(client.createSession())).toMatchObject({
       status: 503,
       code: "storage_unavailable",
       message: "try later",
@@ -393,13 +394,15 @@ describe("the operator SDK against the relay under wrangler dev", () => {
       retries: 0,
       fetch: async () => new Response("<html>Bad Gateway</html>", { status: 502 }),
     });
-    expect(await failure(proxy.listFiles())).toMatchObject({
+    expect(await rejectionOf<AirlockError>(proxy.listFiles())).toMatchObject({
       status: 502,
       code: "invalid_response",
       message: "GET /v1/files: HTTP 502 <html>Bad Gateway</html>",
     });
 
-    const aborted = await failure(airlock.listFiles({ signal: AbortSignal.abort() }));
+    const aborted = await rejectionOf<AirlockError>(
+      airlock.listFiles({ signal: AbortSignal.abort() }),
+    );
     expect(aborted).not.toBeInstanceOf(AirlockError);
     expect((aborted as unknown as Error).name).toBe("AbortError");
   });

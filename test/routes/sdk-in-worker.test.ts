@@ -6,21 +6,13 @@ import { logText, randomBytes, sha256Hex } from "../support/bytes";
 import { PlatformFakes, uniqueChatId } from "../support/platform-fakes";
 import { ADMIN_TOKEN, ORIGIN, RelayClient } from "../support/relay-client";
 import { upload } from "../support/send";
+import { rejectionOf } from "../support/rejection";
 
 const fakes = new PlatformFakes();
 const relay = new RelayClient(fakes.env(env));
 /** Routes the SDK's requests to `app.fetch`, as a Worker with a service binding would. */
 const inProcess: FetchLike = (url, init) => relay.fetch(url, init);
 const airlock = new AirlockClient({ url: ORIGIN, adminToken: ADMIN_TOKEN, fetch: inProcess });
-
-async function failure(promise: Promise<unknown>): Promise<AirlockError> {
-  try {
-    await promise;
-  } catch (error) {
-    return error as AirlockError;
-  }
-  throw new Error("expected a rejection");
-}
 
 describe("the SDK core in the Workers runtime", () => {
   it("creates a session, lists and downloads its files, revokes it", async () => {
@@ -51,7 +43,7 @@ describe("the SDK core in the Workers runtime", () => {
     }
 
     await airlock.revokeSession(sessionId);
-    const refused = await failure(sandbox.listFiles());
+    const refused = await rejectionOf<AirlockError>(sandbox.listFiles());
     expect(refused).toBeInstanceOf(AirlockError);
     expect(refused).toMatchObject({ status: 401, code: "session_revoked" });
   });
@@ -96,7 +88,9 @@ describe("the SDK core in the Workers runtime", () => {
     const file = await upload(relay, token, randomBytes(5000), "report.bin");
     const sandbox = airlock.asSession(token);
     expect(
-      await failure(sandbox.deliver(file.fileId, { to: `telegram:${uniqueChatId()}` })),
+      await rejectionOf<AirlockError>(
+        sandbox.deliver(file.fileId, { to: `telegram:${uniqueChatId()}` }),
+      ),
     ).toMatchObject({ status: 403, code: "destination_not_allowed" });
     const delivery = await sandbox.deliver(file.fileId, {
       to: `telegram:${chat}`,

@@ -2,8 +2,8 @@ import { randomBytes } from "node:crypto";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { TOKEN, startFakeRelay, type FakeRelay } from "./fake-relay";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { sendAgainstFakeRelay } from "./send-against-fake-relay";
 import { RUNTIMES, failureLine, prepareShim, runShim } from "./run-shim";
 
 // `airlock tool-schema` and `airlock send --media-tag`: what an agent host and a MEDIA: gateway
@@ -177,32 +177,12 @@ describe.each(RUNTIMES)("airlock tool-schema under $name", ({ node }) => {
 });
 
 describe.each(RUNTIMES)("airlock send --media-tag under $name", ({ node }) => {
-  let relay: FakeRelay;
+  const ctx = sendAgainstFakeRelay(node, () => dir);
 
-  beforeEach(async () => {
-    relay = await startFakeRelay();
-  });
-
-  afterEach(async () => {
-    await relay.stop();
-  });
-
-  const send = (args: string[]) =>
-    runShim(["send", ...args], {
-      node,
-      cwd: dir,
-      env: {
-        AIRLOCK_URL: relay.url,
-        AIRLOCK_TOKEN: TOKEN,
-        AIRLOCK_RETRIES: "3",
-        AIRLOCK_RETRY_BASE_MS: "10",
-      },
-    });
-
-  const urls = () => [...relay.files.values()].map((f) => f.url);
+  const urls = () => [...ctx.relay.files.values()].map((f) => f.url);
 
   it("prints MEDIA:<url> per file instead of the bare URL", async () => {
-    const result = await send(["report.pdf", "chart.png", "--media-tag"]);
+    const result = await ctx.send(["report.pdf", "chart.png", "--media-tag"]);
     expect(result.stderr).toBe("");
     expect(result.code).toBe(0);
     const [report, chart] = urls();
@@ -211,12 +191,12 @@ describe.each(RUNTIMES)("airlock send --media-tag under $name", ({ node }) => {
   });
 
   it("prints the MEDIA line before deliveries, and keeps it when a delivery fails", async () => {
-    relay.setDeliveryRule((to) =>
+    ctx.relay.setDeliveryRule((to) =>
       to === "telegram:123"
         ? { status: 502, code: "delivery_failed", message: "Bad Request: chat not found" }
         : undefined,
     );
-    const result = await send([
+    const result = await ctx.send([
       "report.pdf",
       "--media-tag",
       "--to",
@@ -233,7 +213,7 @@ describe.each(RUNTIMES)("airlock send --media-tag under $name", ({ node }) => {
   });
 
   it("with --json, prints per file the MEDIA line, then the JSON line", async () => {
-    const result = await send([
+    const result = await ctx.send([
       "report.pdf",
       "chart.png",
       "--json",
@@ -261,7 +241,7 @@ describe.each(RUNTIMES)("airlock send --media-tag under $name", ({ node }) => {
   it("runs send_file as the docs map it, whatever the caption and path start with", async () => {
     // docs/agent-integration.md: options as --name=value, the path after `--`.
     const args = { path: "-odd name.txt", caption: "--json -- sure?", to: ["telegram:-100123"] };
-    const result = await send([
+    const result = await ctx.send([
       "--json",
       ...args.to.map((to) => `--to=${to}`),
       `--caption=${args.caption}`,
@@ -275,7 +255,7 @@ describe.each(RUNTIMES)("airlock send --media-tag under $name", ({ node }) => {
     expect(sent.deliveries).toEqual([
       expect.objectContaining({ to: "telegram:-100123", status: "delivered" }),
     ]);
-    const delivery = relay.calls.find((c) => c.path.endsWith("/deliveries"));
+    const delivery = ctx.relay.calls.find((c) => c.path.endsWith("/deliveries"));
     expect(delivery?.json).toEqual({ to: "telegram:-100123", caption: "--json -- sure?" });
   });
 });

@@ -2,9 +2,10 @@ import { randomBytes } from "node:crypto";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { TOKEN, startFakeRelay, type Call, type FakeRelay } from "./fake-relay";
-import { RUNTIMES, failureLine, prepareShim, runShim } from "./run-shim";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { Call } from "./fake-relay";
+import { sendAgainstFakeRelay } from "./send-against-fake-relay";
+import { RUNTIMES, failureLine, prepareShim } from "./run-shim";
 
 let dir: string;
 
@@ -23,35 +24,15 @@ const USAGE =
   "airlock send <path>... [--to <platform:id>]... [--caption <text>] [--json] [--media-tag]";
 
 describe.each(RUNTIMES)("airlock send --to under $name", ({ node }) => {
-  let relay: FakeRelay;
+  const ctx = sendAgainstFakeRelay(node, () => dir);
 
-  beforeEach(async () => {
-    relay = await startFakeRelay();
-  });
-
-  afterEach(async () => {
-    await relay.stop();
-  });
-
-  const send = (args: string[]) =>
-    runShim(["send", ...args], {
-      node,
-      cwd: dir,
-      env: {
-        AIRLOCK_URL: relay.url,
-        AIRLOCK_TOKEN: TOKEN,
-        AIRLOCK_RETRIES: "3",
-        AIRLOCK_RETRY_BASE_MS: "10",
-      },
-    });
-
-  const deliveryCalls = (): Call[] => relay.calls.filter((c) => c.path.endsWith("/deliveries"));
+  const deliveryCalls = (): Call[] => ctx.relay.calls.filter((c) => c.path.endsWith("/deliveries"));
 
   it("delivers to each destination after the upload, one line each on stderr", async () => {
-    relay.setDeliveryRule((to) =>
+    ctx.relay.setDeliveryRule((to) =>
       to.startsWith("discord:") ? { mode: "link", method: "channels.messages" } : undefined,
     );
-    const result = await send([
+    const result = await ctx.send([
       "report.pdf",
       "--to",
       "telegram:-100123",
@@ -61,14 +42,14 @@ describe.each(RUNTIMES)("airlock send --to under $name", ({ node }) => {
       "Q3 report",
     ]);
     expect(result.code).toBe(0);
-    const [file] = [...relay.files.values()];
+    const [file] = [...ctx.relay.files.values()];
     expect(result.stdout).toBe(`${file!.url}\n`);
     expect(result.stderrLines).toEqual([
       "delivered report.pdf to telegram:-100123 (native, sendDocument)",
       "delivered report.pdf to discord:456 (link)",
     ]);
     // Deliveries come after the upload is complete, for the file it registered.
-    const routes = relay.routes();
+    const routes = ctx.relay.routes();
     const completed = routes.findIndex((r) => r.endsWith("/complete"));
     const path = `/v1/files/${file!.fileId}/deliveries`;
     expect(routes.slice(completed + 1)).toEqual([`POST ${path}`, `POST ${path}`]);
@@ -83,12 +64,12 @@ describe.each(RUNTIMES)("airlock send --to under $name", ({ node }) => {
   });
 
   it("puts the relay's delivery records in --json, and sends no caption when none is given", async () => {
-    relay.setDeliveryRule((to) =>
+    ctx.relay.setDeliveryRule((to) =>
       to.startsWith("slack:")
         ? { mode: "native", method: "files.completeUploadExternal" }
         : undefined,
     );
-    const result = await send(["report.pdf", "notes.txt", "--to", "slack:C0FFEE", "--json"]);
+    const result = await ctx.send(["report.pdf", "notes.txt", "--to", "slack:C0FFEE", "--json"]);
     expect(result.stderr).toBe(
       "delivered report.pdf to slack:C0FFEE (native, files.completeUploadExternal)\n" +
         "delivered notes.txt to slack:C0FFEE (native, files.completeUploadExternal)\n",
@@ -99,8 +80,8 @@ describe.each(RUNTIMES)("airlock send --to under $name", ({ node }) => {
       .split("\n")
       .map((line) => JSON.parse(line) as { fileId: string; deliveries: unknown[] });
     expect(lines).toHaveLength(2);
-    expect(lines.map((l) => l.deliveries)).toEqual(relay.deliveries.map((d) => [d]));
-    expect(lines.map((l) => l.fileId)).toEqual(relay.deliveries.map((d) => d.fileId));
+    expect(lines.map((l) => l.deliveries)).toEqual(ctx.relay.deliveries.map((d) => [d]));
+    expect(lines.map((l) => l.fileId)).toEqual(ctx.relay.deliveries.map((d) => d.fileId));
     expect(deliveryCalls().map((c) => c.json)).toEqual([
       { to: "slack:C0FFEE" },
       { to: "slack:C0FFEE" },
@@ -108,14 +89,14 @@ describe.each(RUNTIMES)("airlock send --to under $name", ({ node }) => {
   });
 
   it("retries a failed delivery request with the same Idempotency-Key, so it posts once", async () => {
-    relay.setDeliveryRule((_to, attempt) =>
+    ctx.relay.setDeliveryRule((_to, attempt) =>
       attempt === 0
         ? { status: 503, code: "unavailable", message: "try later" }
         : attempt === 1
           ? { status: 409, code: "delivery_in_progress", message: "still sending" }
           : undefined,
     );
-    const result = await send(["report.pdf", "--to", "telegram:123"]);
+    const result = await ctx.send(["report.pdf", "--to", "telegram:123"]);
     expect(result.stderrLines).toEqual([
       "delivered report.pdf to telegram:123 (native, sendDocument)",
     ]);
@@ -123,34 +104,34 @@ describe.each(RUNTIMES)("airlock send --to under $name", ({ node }) => {
     const keys = deliveryCalls().map((c) => c.headers["idempotency-key"]);
     expect(keys).toHaveLength(3);
     expect(new Set(keys).size).toBe(1);
-    expect(relay.deliveries).toHaveLength(1);
+    expect(ctx.relay.deliveries).toHaveLength(1);
   });
 
   it("reports a failed first attempt that the relay returns for a repeated key", async () => {
-    relay.setDeliveryRule(() => ({
+    ctx.relay.setDeliveryRule(() => ({
       mode: "native",
       method: "document",
       error: "could not reach telegram: timed out",
     }));
-    const result = await send(["report.pdf", "--to", "telegram:123", "--json"]);
+    const result = await ctx.send(["report.pdf", "--to", "telegram:123", "--json"]);
     expect(result.code).toBe(1);
     expect(failureLine(result)).toBe(
       "airlock: delivery of report.pdf to telegram:123 failed: could not reach telegram: timed out",
     );
     const sent = JSON.parse(result.stdout) as { deliveries: unknown[] };
-    expect(sent.deliveries).toEqual(relay.deliveries);
+    expect(sent.deliveries).toEqual(ctx.relay.deliveries);
     expect(sent.deliveries).toEqual([
       expect.objectContaining({ status: "failed", error: "could not reach telegram: timed out" }),
     ]);
   });
 
   it("does not retry a platform the relay could not reach through its own retries", async () => {
-    relay.setDeliveryRule(() => ({
+    ctx.relay.setDeliveryRule(() => ({
       status: 504,
       code: "platform_unreachable",
       message: "could not reach telegram: timed out",
     }));
-    const result = await send(["report.pdf", "--to", "telegram:123"]);
+    const result = await ctx.send(["report.pdf", "--to", "telegram:123"]);
     expect(result.code).toBe(1);
     expect(failureLine(result)).toBe(
       "airlock: delivery of report.pdf to telegram:123 failed: platform_unreachable: could not reach telegram: timed out",
@@ -159,7 +140,7 @@ describe.each(RUNTIMES)("airlock send --to under $name", ({ node }) => {
   });
 
   it("gives the same delivery the same key: asking again returns the first delivery", async () => {
-    const result = await send([
+    const result = await ctx.send([
       "report.pdf",
       "--to",
       "telegram:123",
@@ -171,16 +152,16 @@ describe.each(RUNTIMES)("airlock send --to under $name", ({ node }) => {
     expect(result.code).toBe(0);
     // A repeated --to is asked once; the key would make a second ask harmless anyway.
     expect(deliveryCalls()).toHaveLength(1);
-    expect(relay.deliveries).toHaveLength(1);
+    expect(ctx.relay.deliveries).toHaveLength(1);
   });
 
   it("reports a delivery the platform refused without retrying it, prints the URL, exits 1", async () => {
-    relay.setDeliveryRule((to) =>
+    ctx.relay.setDeliveryRule((to) =>
       to === "telegram:123"
         ? { status: 502, code: "delivery_failed", message: "Bad Request: chat not found" }
         : undefined,
     );
-    const result = await send([
+    const result = await ctx.send([
       "report.pdf",
       "notes.txt",
       "--to",
@@ -189,7 +170,7 @@ describe.each(RUNTIMES)("airlock send --to under $name", ({ node }) => {
       "discord:456",
     ]);
     expect(result.code).toBe(1);
-    const urls = [...relay.files.values()].map((f) => f.url);
+    const urls = [...ctx.relay.files.values()].map((f) => f.url);
     expect(result.stdout).toBe(`${urls[0]}\n${urls[1]}\n`);
     expect(result.stderrLines).toEqual([
       "airlock: delivery of report.pdf to telegram:123 failed: delivery_failed: Bad Request: chat not found",
@@ -206,21 +187,21 @@ describe.each(RUNTIMES)("airlock send --to under $name", ({ node }) => {
   });
 
   it("reports a destination the session may not use, still printing the URL", async () => {
-    relay.setDeliveryRule(() => ({
+    ctx.relay.setDeliveryRule(() => ({
       status: 403,
       code: "destination_not_allowed",
       message: "telegram:999 is not bound to this session",
     }));
-    const result = await send(["report.pdf", "--to", "telegram:999"]);
+    const result = await ctx.send(["report.pdf", "--to", "telegram:999"]);
     expect(result.code).toBe(1);
     expect(failureLine(result)).toBe(
       "airlock: delivery of report.pdf to telegram:999 failed: destination_not_allowed: telegram:999 is not bound to this session",
     );
-    const [file] = [...relay.files.values()];
+    const [file] = [...ctx.relay.files.values()];
     expect(result.stdout).toBe(`${file!.url}\n`);
     expect(deliveryCalls()).toHaveLength(1);
 
-    const json = await send(["report.pdf", "--to", "telegram:999", "--json"]);
+    const json = await ctx.send(["report.pdf", "--to", "telegram:999", "--json"]);
     expect(json.code).toBe(1);
     expect(failureLine(json)).toMatch(/failed: destination_not_allowed: /);
     const sent = JSON.parse(json.stdout) as { url: string; deliveries: unknown[] };
@@ -241,20 +222,20 @@ describe.each(RUNTIMES)("airlock send --to under $name", ({ node }) => {
   it.each(["telegram:abc", "whatsapp:1", "slack:c0ffee", "telegram:", "discord:-5", "telegram:1 "])(
     "refuses --to %j as a usage error before any request",
     async (to) => {
-      const result = await send(["report.pdf", "--to", "telegram:1", "--to", to]);
+      const result = await ctx.send(["report.pdf", "--to", "telegram:1", "--to", to]);
       expect(result.code).toBe(2);
       expect(failureLine(result)).toBe(
         `airlock: --to ${to} is not telegram:<chatId>, discord:<channelId> or slack:<channelId>; usage: ${USAGE}`,
       );
       expect(result.stdout).toBe("");
-      expect(relay.calls).toEqual([]);
+      expect(ctx.relay.calls).toEqual([]);
     },
   );
 
   it("refuses --caption without --to before any request", async () => {
-    const result = await send(["report.pdf", "--caption", "hello"]);
+    const result = await ctx.send(["report.pdf", "--caption", "hello"]);
     expect(result.code).toBe(2);
     expect(failureLine(result)).toBe(`airlock: --caption needs --to; usage: ${USAGE}`);
-    expect(relay.calls).toEqual([]);
+    expect(ctx.relay.calls).toEqual([]);
   });
 });

@@ -1,0 +1,40 @@
+import { afterEach, beforeEach } from "vitest";
+import { TOKEN, startFakeRelay, type FakeRelay } from "./fake-relay";
+import { runShim, type ShimResult } from "./run-shim";
+
+/**
+ * For each test of the calling `describe`: a fresh fake relay (`ctx.relay`), and
+ * `ctx.send(args)` running `airlock send` against it with `node` from `cwd()`.
+ */
+export function sendAgainstFakeRelay(
+  node: string,
+  cwd: () => string,
+): { readonly relay: FakeRelay; send(args: string[]): Promise<ShimResult> } {
+  let relay: FakeRelay | undefined;
+  beforeEach(async () => {
+    relay = await startFakeRelay();
+  });
+  afterEach(async () => {
+    await relay?.stop();
+  });
+  const current = (): FakeRelay => {
+    if (!relay) throw new Error("the fake relay runs only inside a test");
+    return relay;
+  };
+  return {
+    get relay() {
+      return current();
+    },
+    send: (args) =>
+      runShim(["send", ...args], {
+        node,
+        cwd: cwd(),
+        env: {
+          AIRLOCK_URL: current().url,
+          AIRLOCK_TOKEN: TOKEN,
+          AIRLOCK_RETRIES: "3",
+          AIRLOCK_RETRY_BASE_MS: "10",
+        },
+      }),
+  };
+}
