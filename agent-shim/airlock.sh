@@ -1,0 +1,514 @@
+#!/bin/sh
+# airlock.sh: the POSIX fallback of the Airlock shim, for sandboxes without Node.
+#
+#   curl -fsSL "$AIRLOCK_URL/shim/airlock.sh" -o /usr/local/bin/airlock && chmod +x /usr/local/bin/airlock
+#
+# Needs only a POSIX sh (dash, busybox sh, bash), curl (>= 7.55), sha256sum (or openssl), and
+# awk, sed, tr, wc, mkdir, mktemp, mv. It does `send <file>` (one file, uploaded as is in a single
+# PUT: no gzip, no multipart, no directories) and `pull [--dir <dir>]`; the Node shim
+# (/shim/airlock.mjs) does everything else.
+#
+# JSON without jq: the relay's answers are read by a small JSON parser in awk (json_flatten below)
+# that turns a document into one `path<TAB>value` line per string, number, boolean or null, e.g.
+# `items.0.file.fileId<TAB>fil_...`. Escapes are decoded (\uXXXX into UTF-8); control characters
+# in strings are dropped, so every value fits on one line. Limits: object keys are assumed not to
+# contain `.` or control characters (true of every key the relay sends), an empty array or object
+# produces no line, and the whole answer is held in memory (the relay's answers are small).
+set -u
+LC_ALL=C
+export LC_ALL
+CDPATH=
+
+VERSION='0.0.0-dev' # set by scripts/build-shim.mjs when the relay serves this file
+DEFAULT_PULL_DIR=/workspace/uploads
+TAB=$(printf '\t')
+
+usage_text() {
+  cat <<EOF
+airlock $VERSION (POSIX sh fallback): move files between this sandbox and the people it works for.
+
+Usage:
+  airlock send <file>            upload one file; prints its share URL
+  airlock pull [--dir <dir>]     write the files waiting in the inbox into <dir>
+                                 (default $DEFAULT_PULL_DIR); one line per file
+  airlock --help | --version
+
+Environment:
+  AIRLOCK_URL      the relay's base URL
+  AIRLOCK_TOKEN    this sandbox's session token
+  AIRLOCK_RETRIES  attempts per request, the first included (default 4)
+
+This fallback sends single files as they are (no gzip, no directories, no --to/--json);
+the Node shim at \$AIRLOCK_URL/shim/airlock.mjs does the rest.
+EOF
+}
+
+# ---------------------------------------------------------------------------------------------
+# Errors: one line on stderr, exit 1 (failure) or 2 (usage).
+
+die() {
+  printf 'airlock: %s\n' "$1" >&2
+  exit 1
+}
+usage_error() {
+  printf 'airlock: %s\n' "$1" >&2
+  exit 2
+}
+warn() { printf 'airlock: %s\n' "$1" >&2; }
+
+WORK=
+PARTIAL=
+cleanup() {
+  [ -n "$PARTIAL" ] && rm -f "$PARTIAL"
+  [ -n "$WORK" ] && rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM HUP
+
+# ---------------------------------------------------------------------------------------------
+# JSON
+
+# json_flatten < json > lines: one `path<TAB>value` line per scalar; exit 2 on malformed JSON.
+json_flatten() {
+  awk '
+function fail() { bad = 1; exit 2 }
+function ws() { while (p <= n && index(" \t\r\n", substr(s, p, 1))) p++ }
+function hex(h,   i, c, d, v) {
+  if (length(h) != 4) fail()
+  v = 0
+  for (i = 1; i <= 4; i++) {
+    c = tolower(substr(h, i, 1)); d = index("0123456789abcdef", c)
+    if (d == 0) fail()
+    v = v * 16 + d - 1
+  }
+  return v
+}
+function utf8(cp) {
+  if (cp < 128) return sprintf("%c", cp)
+  if (cp < 2048) return sprintf("%c%c", 192 + int(cp / 64), 128 + cp % 64)
+  if (cp < 65536) return sprintf("%c%c%c", 224 + int(cp / 4096), 128 + int(cp / 64) % 64, 128 + cp % 64)
+  return sprintf("%c%c%c%c", 240 + int(cp / 262144), 128 + int(cp / 4096) % 64, 128 + int(cp / 64) % 64, 128 + cp % 64)
+}
+function str(   out, c, cp, lo) {
+  p++
+  out = ""
+  while (p <= n) {
+    c = substr(s, p, 1)
+    if (c == "\"") { p++; return out }
+    if (c == "\\") {
+      c = substr(s, p + 1, 1); p += 2
+      if (c == "\"" || c == "\\" || c == "/") out = out c
+      else if (c == "u") {
+        cp = hex(substr(s, p, 4)); p += 4
+        if (cp >= 55296 && cp < 56320 && substr(s, p, 2) == "\\u") {
+          lo = hex(substr(s, p + 2, 4))
+          if (lo >= 56320 && lo < 57344) { cp = 65536 + (cp - 55296) * 1024 + (lo - 56320); p += 6 }
+        }
+        if (cp >= 55296 && cp < 57344) cp = 65533
+        if (cp >= 32 && cp != 127) out = out utf8(cp)
+      } else if (c == "" || index("bfnrt", c) == 0) fail()
+      continue
+    }
+    if (!index(ctl, c)) out = out c
+    p++
+  }
+  fail()
+}
+function lit(path,   start) {
+  start = p
+  while (p <= n && index("0123456789+-.eEtruefalsn", substr(s, p, 1))) p++
+  if (p == start) fail()
+  emit(path, substr(s, start, p - start))
+}
+function emit(path, v) { if (path != "") print path "\t" v }
+function join(path, k) { return path == "" ? k : path "." k }
+function val(path,   c) {
+  ws(); c = substr(s, p, 1)
+  if (c == "{") obj(path)
+  else if (c == "[") arr(path)
+  else if (c == "\"") emit(path, str())
+  else lit(path)
+}
+function obj(path,   k, c) {
+  p++; ws()
+  if (substr(s, p, 1) == "}") { p++; return }
+  while (1) {
+    ws()
+    if (substr(s, p, 1) != "\"") fail()
+    k = str(); ws()
+    if (substr(s, p, 1) != ":") fail()
+    p++
+    val(join(path, k))
+    ws(); c = substr(s, p, 1); p++
+    if (c == "}") return
+    if (c != ",") fail()
+  }
+}
+function arr(path,   i, c) {
+  p++; ws()
+  if (substr(s, p, 1) == "]") { p++; return }
+  for (i = 0; ; i++) {
+    val(join(path, i))
+    ws(); c = substr(s, p, 1); p++
+    if (c == "]") return
+    if (c != ",") fail()
+  }
+}
+BEGIN { ctl = ""; for (i = 1; i < 32; i++) ctl = ctl sprintf("%c", i); ctl = ctl sprintf("%c", 127) }
+{ s = s $0 "\n" }
+END {
+  if (bad) exit 2
+  n = length(s); p = 1
+  val("")
+  ws()
+  if (bad || p <= n) exit 2
+}'
+}
+
+# json_get <flat file> <path>: the value at path, or nothing.
+json_get() {
+  awk -v k="$2" 'index($0, k "\t") == 1 { print substr($0, length(k) + 2); exit }' "$1"
+}
+
+# json_string <text>: text as a JSON string, refusing what this shim will not escape.
+json_string() {
+  case $1 in
+    *'"'* | *'\'*) return 1 ;;
+  esac
+  if [ "$(printf '%s' "$1" | tr -d '\000-\037\177')" != "$1" ]; then return 1; fi
+  printf '"%s"' "$1"
+}
+
+# ---------------------------------------------------------------------------------------------
+# HTTP
+
+setup() {
+  command -v curl >/dev/null 2>&1 || die "curl is required but was not found in PATH"
+  url=${AIRLOCK_URL:-}
+  url=$(printf '%s' "$url" | sed 's/^[[:space:]]*//; s/[[:space:]]*$//')
+  [ -n "$url" ] || usage_error "AIRLOCK_URL is not set; set it to the relay's base URL"
+  case $url in
+    http://?* | https://?*) ;;
+    *) usage_error "AIRLOCK_URL must be an http(s) URL: $url" ;;
+  esac
+  while :; do case $url in */) url=${url%/} ;; *) break ;; esac; done
+  RELAY=$url
+  token=$(printf '%s' "${AIRLOCK_TOKEN:-}" | tr -d ' \t\r\n')
+  [ -n "$token" ] || usage_error "AIRLOCK_TOKEN is not set; set it to this sandbox's session token"
+
+  attempts=${AIRLOCK_RETRIES:-4}
+  case $attempts in
+    '' | *[!0-9]*) usage_error "AIRLOCK_RETRIES must be an integer from 1 to 100, not $attempts" ;;
+  esac
+  if [ "$attempts" -lt 1 ] || [ "$attempts" -gt 100 ]; then
+    usage_error "AIRLOCK_RETRIES must be an integer from 1 to 100, not $attempts"
+  fi
+  # --retry-all-errors (curl >= 7.71) also retries refused connections and cut transfers; without
+  # --fail, HTTP refusals other than 408/429/5xx are still final answers.
+  curl_help=$(curl --help all 2>/dev/null || curl --help 2>/dev/null)
+  case $curl_help in
+    *--retry-all-errors*) RETRY="--retry $((attempts - 1)) --retry-all-errors" ;;
+    *--retry-connrefused*) RETRY="--retry $((attempts - 1)) --retry-connrefused" ;;
+    *) RETRY="--retry $((attempts - 1))" ;;
+  esac
+
+  WORK=$(mktemp -d "${TMPDIR:-/tmp}/airlock.XXXXXX") || die "cannot create a temporary directory"
+  # The token goes to curl through a file, never on a command line other processes can read.
+  printf 'authorization: Bearer %s\n' "$token" >"$WORK/auth" || die "cannot write to $WORK"
+}
+
+# http <method> <url> <body file> [curl args...]: sets STATUS; fails only when no answer came.
+http() {
+  _method=$1 _url=$2 _out=$3
+  shift 3
+  # shellcheck disable=SC2086 # RETRY is a list of options
+  STATUS=$(curl -sS $RETRY -X "$_method" -A "airlock-shim-sh/$VERSION" -o "$_out" \
+    -w '%{http_code}' "$@" "$_url" 2>"$WORK/curl.err")
+  _rc=$?
+  if [ "$_rc" -ne 0 ] || [ -z "$STATUS" ] || [ "$STATUS" = 000 ]; then
+    CURL_ERROR=$(sed -n '$p' "$WORK/curl.err" | sed 's/^curl: ([0-9]*) //')
+    [ -n "$CURL_ERROR" ] || CURL_ERROR="curl exited with $_rc"
+    return 1
+  fi
+  return 0
+}
+
+# relay <method> <path> <what> [curl args...]: a relay request; sets STATUS, BODY and FLAT.
+relay() {
+  _rmethod=$1 _path=$2 _what=$3
+  shift 3
+  BODY=$WORK/body FLAT=$WORK/flat
+  if ! http "$_rmethod" "$RELAY$_path" "$BODY" -H @"$WORK/auth" "$@"; then
+    die "$_what failed: relay unreachable at $RELAY ($CURL_ERROR) after $attempts attempt(s)"
+  fi
+  json_flatten <"$BODY" >"$FLAT" 2>/dev/null || : >"$FLAT"
+}
+
+# refusal <what> <body file>: the one-line reason of a refused request.
+refusal() {
+  json_flatten <"$2" >"$WORK/err" 2>/dev/null || : >"$WORK/err"
+  _code=$(json_get "$WORK/err" error.code)
+  _msg=$(json_get "$WORK/err" error.message)
+  if [ -z "$_code" ]; then # S3 answers XML: <Code>..</Code><Message>..</Message>
+    _code=$(tr -d '\r\n' <"$2" | sed -n 's/.*<Code>\([^<]*\)<\/Code>.*/\1/p')
+    _msg=$(tr -d '\r\n' <"$2" | sed -n 's/.*<Message>\([^<]*\)<\/Message>.*/\1/p')
+  fi
+  if [ -n "$_code" ] && [ -n "$_msg" ]; then
+    printf '%s: %s: %s (HTTP %s)' "$1" "$_code" "$_msg" "$STATUS"
+  elif [ -n "$_code" ]; then
+    printf '%s: %s (HTTP %s)' "$1" "$_code" "$STATUS"
+  else
+    printf '%s: HTTP %s' "$1" "$STATUS"
+  fi
+}
+
+# An id the relay handed out, checked before it goes into a URL path.
+check_id() {
+  case $1 in
+    '' | *[!A-Za-z0-9_.~-]*) die "relay answered an unexpected $2: $1" ;;
+  esac
+}
+
+# ---------------------------------------------------------------------------------------------
+# Files
+
+sha256_of() {
+  if command -v sha256sum >/dev/null 2>&1; then
+    sha256sum <"$1" | awk '{ print $1 }'
+  elif command -v openssl >/dev/null 2>&1; then
+    openssl dgst -sha256 <"$1" | sed 's/^.*= *//'
+  else
+    die "sha256sum or openssl is required but neither was found in PATH"
+  fi
+}
+
+size_of() { wc -c <"$1" | tr -d ' \t\r\n'; }
+
+# A byte count for people, like the Node shim: 512 B, 42 KB, 1.5 MB (powers of 1000).
+human_size() {
+  awk -v b="$1" 'BEGIN {
+    if (b < 1000) { printf "%d B", b; exit }
+    split("KB MB GB TB", units, " "); v = b; unit = "B"
+    for (i = 1; i <= 4; i++) { if (v < 1000) break; v = v / 1000; unit = units[i] }
+    if (v < 10) printf "%.1f %s", v, unit; else printf "%d %s", int(v + 0.5), unit
+  }'
+}
+
+# safe_name <name>: the last path component, without control characters, line separators or
+# bidi overrides, trimmed, never empty, `.` or `..` ("file" then).
+safe_name() {
+  _c1="$(printf '\302')[$(printf '\200')-$(printf '\237')]"
+  _bidi1="$(printf '\342\200')[$(printf '\216\217\250')-$(printf '\256')]"
+  _bidi2="$(printf '\342\201')[$(printf '\246')-$(printf '\251')]"
+  _n=$(printf '%s' "$1" | tr -d '\000-\037\177' | tr '\\' '/' |
+    sed "s/$_c1//g; s/$_bidi1//g; s/$_bidi2//g")
+  while :; do case $_n in */ | *' ') _n=${_n%?} ;; *) break ;; esac; done
+  _n=${_n##*/}
+  while :; do case $_n in ' '*) _n=${_n#?} ;; *) break ;; esac; done
+  case $_n in '' | . | ..) _n=file ;; esac
+  printf '%s' "$_n"
+}
+
+# numbered <name> <n>: `report (2).pdf` (an extension of up to 32 bytes is kept after it).
+numbered() {
+  case $1 in
+    ?*.*)
+      _ext=".${1##*.}"
+      if [ "${#_ext}" -le 32 ]; then
+        printf '%s (%s)%s' "${1%.*}" "$2" "$_ext"
+        return
+      fi
+      ;;
+  esac
+  printf '%s (%s)' "$1" "$2"
+}
+
+# ---------------------------------------------------------------------------------------------
+# send
+
+cmd_send() {
+  case ${1:-} in -h | --help)
+    usage_text
+    exit 0
+    ;;
+  esac
+  [ $# -ge 1 ] || usage_error "send needs a file; usage: airlock send <file>"
+  [ $# -eq 1 ] || usage_error "the POSIX shim sends one file at a time; usage: airlock send <file>"
+  file=$1
+  case $file in -*) [ -e "$file" ] || usage_error "unknown option for send: $file" ;; esac
+  [ -e "$file" ] || die "no such file: $file"
+  [ -d "$file" ] && die "$file is a directory: the POSIX shim sends single files (archive it first)"
+  [ -f "$file" ] || die "not a regular file: $file"
+  [ -r "$file" ] || die "cannot read $file: permission denied"
+
+  name=$file
+  while :; do case $name in */) name=${name%/} ;; *) break ;; esac; done
+  name=${name##*/}
+  json_name=$(json_string "$name") ||
+    die "cannot send $file: its name contains a quote, a backslash or a control character (rename it)"
+
+  setup
+  size=$(size_of "$file")
+  case $size in '' | *[!0-9]*) die "cannot read the size of $file" ;; esac
+  sha=$(sha256_of "$file")
+  case $sha in
+    [0-9a-f]*) [ "${#sha}" -eq 64 ] || die "cannot hash $file" ;;
+    *) die "cannot hash $file" ;;
+  esac
+
+  declare='{"name":'"$json_name"',"size":'"$size"',"sha256":"'"$sha"'","contentType":"application/octet-stream","encoding":"identity","storedSize":'"$size"',"storedSha256":"'"$sha"'"}'
+  relay POST /v1/uploads "upload of $name" -H 'content-type: application/json' --data-binary "$declare"
+  case $STATUS in 2??) ;; *) die "$(refusal "relay refused upload of $name" "$BODY")" ;; esac
+
+  answer=$(json_get "$FLAT" status)
+  case $answer in
+    deduped)
+      share=$(json_get "$FLAT" file.url)
+      ;;
+    upload)
+      upload_id=$(json_get "$FLAT" uploadId)
+      put_url=$(json_get "$FLAT" put.url)
+      check_id "$upload_id" "upload id"
+      case $put_url in http://* | https://*) ;; *) die "relay answered an upload without a URL" ;; esac
+      # Exactly the signed headers, and no `Expect: 100-continue` of curl's own.
+      set -- -H 'Expect:'
+      while IFS= read -r line; do
+        case $line in
+          put.headers.*)
+            key=${line%%"$TAB"*}
+            set -- "$@" -H "${key#put.headers.}: ${line#*"$TAB"}"
+            ;;
+        esac
+      done <"$FLAT"
+      if ! http PUT "$put_url" "$WORK/put" -T "$file" "$@"; then
+        die "upload of $name failed: storage unreachable ($CURL_ERROR) after $attempts attempt(s)"
+      fi
+      case $STATUS in 2??) ;; *) die "$(refusal "storage refused upload of $name" "$WORK/put")" ;; esac
+
+      relay POST "/v1/uploads/$upload_id/complete" "completing $name" -H 'content-length: 0'
+      case $STATUS in 2??) ;; *) die "$(refusal "relay refused to complete $name" "$BODY")" ;; esac
+      share=$(json_get "$FLAT" url)
+      ;;
+    *)
+      die "relay answered the upload of $name with an unexpected status: ${answer:-none}"
+      ;;
+  esac
+  [ -n "$share" ] || die "relay answered the upload of $name without a share URL"
+  printf '%s\n' "$share"
+}
+
+# ---------------------------------------------------------------------------------------------
+# pull
+
+cmd_pull() {
+  dir=$DEFAULT_PULL_DIR
+  while [ $# -gt 0 ]; do
+    case $1 in
+      --dir)
+        [ $# -ge 2 ] && [ -n "$2" ] || usage_error "--dir needs a directory; usage: airlock pull [--dir <dir>]"
+        dir=$2
+        shift 2
+        ;;
+      --dir=*)
+        dir=${1#--dir=}
+        [ -n "$dir" ] || usage_error "--dir needs a directory; usage: airlock pull [--dir <dir>]"
+        shift
+        ;;
+      -h | --help)
+        usage_text
+        exit 0
+        ;;
+      *) usage_error "pull takes no argument $1; usage: airlock pull [--dir <dir>]" ;;
+    esac
+  done
+  setup
+
+  relay GET /v1/inbox "listing the inbox"
+  case $STATUS in 200) ;; *) die "$(refusal "relay refused listing the inbox" "$BODY")" ;; esac
+  inbox=$WORK/inbox
+  mv "$FLAT" "$inbox"
+  [ -n "$(json_get "$inbox" items.0.itemId)" ] || return 0
+
+  case $dir in -*) dir=./$dir ;; esac
+  mkdir -p "$dir" 2>/dev/null || die "cannot create directory $dir"
+  dir=$(cd "$dir" && pwd) || die "cannot enter directory $dir"
+
+  failed=0
+  i=0
+  while :; do
+    item_id=$(json_get "$inbox" "items.$i.itemId")
+    [ -n "$item_id" ] || break
+    pull_item "$i" || failed=1
+    i=$((i + 1))
+  done
+  return "$failed"
+}
+
+# pull_item <index>: writes one inbox file, prints its line, acks it; 1 when it stays in the inbox.
+pull_item() {
+  name=$(json_get "$inbox" "items.$1.name")
+  sha=$(json_get "$inbox" "items.$1.sha256")
+  file_id=$(json_get "$inbox" "items.$1.file.fileId")
+  [ -n "$file_id" ] || file_id=$(json_get "$inbox" "items.$1.fileId")
+  check_id "$item_id" "inbox item id"
+  check_id "$file_id" "file id for $name"
+
+  PARTIAL=$(mktemp "$dir/.airlock-pull.XXXXXX") || die "cannot write into $dir"
+  if ! http GET "$RELAY/v1/files/$file_id/content" "$PARTIAL" -H @"$WORK/auth"; then
+    die "download of $name failed: relay unreachable at $RELAY ($CURL_ERROR) after $attempts attempt(s)"
+  fi
+  if [ "$STATUS" != 200 ]; then
+    warn "$(refusal "relay refused the download of $name" "$PARTIAL")"
+    rm -f "$PARTIAL"
+    PARTIAL=
+    return 1
+  fi
+  got=$(sha256_of "$PARTIAL")
+  if [ "$got" != "$sha" ]; then
+    warn "download of $name is corrupt: SHA-256 $got, expected $sha; it stays in the inbox"
+    rm -f "$PARTIAL"
+    PARTIAL=
+    return 1
+  fi
+  size=$(size_of "$PARTIAL")
+  # mktemp made it 0600: give it the mode a new file gets here.
+  chmod "$(printf '%o' $((0666 & ~0$(umask))))" "$PARTIAL" 2>/dev/null
+
+  safe=$(safe_name "$name")
+  target=$dir/$safe
+  k=0
+  while [ -e "$target" ] || [ -L "$target" ]; do
+    k=$((k + 1))
+    target=$dir/$(numbered "$safe" "$k")
+  done
+  mv "$PARTIAL" "$target" || die "cannot move $name into place at $target"
+  PARTIAL=
+
+  printf '[User uploaded: %s (%s) at %s]\n' "$safe" "$(human_size "$size")" "$target"
+  relay POST "/v1/inbox/$item_id/ack" "acknowledging $safe" -H 'content-length: 0'
+  case $STATUS in
+    2??) return 0 ;;
+    *)
+      warn "$(refusal "relay refused acknowledging $safe" "$BODY")"
+      return 1
+      ;;
+  esac
+}
+
+# ---------------------------------------------------------------------------------------------
+
+case ${1:-} in
+  send)
+    shift
+    cmd_send "$@"
+    ;;
+  pull)
+    shift
+    cmd_pull "$@" || exit 1
+    ;;
+  -h | --help | help) usage_text ;;
+  -v | -V | --version) printf '%s\n' "$VERSION" ;;
+  '') usage_error "a command is needed: send or pull (airlock --help)" ;;
+  *) usage_error "unknown command: $1 (airlock --help)" ;;
+esac
