@@ -24,7 +24,7 @@ interface Setup {
 const setups = new WeakMap<Bindings, Setup>();
 
 /** Config and platform clients, made once per environment rather than per request. */
-function setupFor(env: Bindings): Setup {
+export function setupFor(env: Bindings): Setup {
   let setup = setups.get(env);
   if (!setup) {
     let config: Config;

@@ -23,8 +23,10 @@ export const ERRORS = {
   content_mismatch: { status: 422, message: "uploaded bytes are not what was declared" },
   file_not_found: { status: 404, message: "no such file" },
   file_expired: { status: 410, message: "file has expired" },
+  file_deleted: { status: 410, message: "file has been deleted" },
   invalid_link: { status: 403, message: "share link is invalid" },
   link_expired: { status: 410, message: "share link has expired" },
+  link_exhausted: { status: 410, message: "share link has reached its download limit" },
   range_not_satisfiable: { status: 416, message: "requested range is not satisfiable" },
   webhook_unauthorized: { status: 401, message: "webhook signature is missing or invalid" },
   destination_not_allowed: {

@@ -1,7 +1,7 @@
 import { bytesToBase64Url } from "./encoding";
 
 /** Prefixes make an id's kind obvious in logs and support requests. */
-export type IdKind = "ses" | "upl" | "fil" | "dlv" | "inb";
+export type IdKind = "ses" | "upl" | "fil" | "dlv" | "inb" | "lnk";
 
 /** A new unguessable id: a prefix and 128 random bits in base64url. */
 export function newId(kind: IdKind): string {

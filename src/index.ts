@@ -1,3 +1,26 @@
-import { app } from "./app";
+import { app, setupFor } from "./app";
+import type { Bindings } from "./env";
+import { logEvent } from "./log";
+import { sweep } from "./services/sweep";
+import { createBlobStore } from "./storage";
 
-export default app;
+/**
+ * The Worker: `fetch` is the relay; `scheduled` is the hourly sweep (the Cron Trigger in
+ * wrangler.toml), run against the trigger's scheduled time.
+ */
+export default {
+  fetch: app.fetch,
+  async scheduled(controller, env, ctx) {
+    const { config } = setupFor(env);
+    const started = Date.now();
+    const work = sweep({
+      db: env.DB,
+      store: createBlobStore(config, env),
+      now: () => controller.scheduledTime,
+    }).then((result) =>
+      logEvent("sweep", { cron: controller.cron, ...result, durationMs: Date.now() - started }),
+    );
+    ctx.waitUntil(work);
+    await work;
+  },
+} satisfies ExportedHandler<Bindings>;

@@ -2,31 +2,55 @@ import { AppError } from "../errors";
 import { sign, verify } from "./hmac";
 
 /**
- * Share tokens: `<fileId>.<expiry, unix seconds>.<HMAC>`. Unguessable through the HMAC,
- * self-expiring, and checked without a database read.
+ * Share tokens: `<fileId>.<expiry, unix seconds>.<HMAC>`, or, for a link minted with
+ * limits (`POST /v1/files/:id/links`), `<fileId>.<expiry>.<linkId>.<HMAC>` where the HMAC
+ * also covers the link id. Unguessable through the HMAC, self-expiring, and checked
+ * without a database read (a link id then names the row that counts its downloads).
  */
 export async function createShareToken(
   signingKey: string,
   fileId: string,
   expiresAtMs: number,
+  linkId?: string,
 ): Promise<string> {
   const exp = Math.floor(expiresAtMs / 1000);
-  const signature = await sign(signingKey, "share-link", `${fileId}.${exp}`);
-  return `${fileId}.${exp}.${signature}`;
+  const message = linkId ? `${fileId}.${exp}.${linkId}` : `${fileId}.${exp}`;
+  const signature = await sign(signingKey, "share-link", message);
+  return `${message}.${signature}`;
 }
 
-/** Returns the file a token grants, or throws `invalid_link` / `link_expired`. */
+/** What a verified share token grants. */
+export interface ShareGrant {
+  fileId: string;
+  /** The token's own expiry, unix ms. */
+  expiresAt: number;
+  /** The `links` row that carries this link's limits, when it has one. */
+  linkId?: string;
+}
+
+/** Returns what a token grants, or throws `invalid_link` / `link_expired`. */
 export async function verifyShareToken(
   signingKey: string,
   token: string,
   nowMs: number,
-): Promise<string> {
-  const match = /^(fil_[A-Za-z0-9_-]{22})\.(\d{1,12})\.([A-Za-z0-9_-]{43})$/.exec(token);
+): Promise<ShareGrant> {
+  const match =
+    /^(fil_[A-Za-z0-9_-]{22})\.(\d{1,12})(?:\.(lnk_[A-Za-z0-9_-]{22}))?\.([A-Za-z0-9_-]{43})$/.exec(
+      token,
+    );
   if (!match) throw new AppError("invalid_link");
-  const [, fileId, exp, signature] = match as unknown as [string, string, string, string];
-  if (!(await verify(signingKey, "share-link", `${fileId}.${exp}`, signature))) {
+  const [, fileId, exp, linkId, signature] = match as unknown as [
+    string,
+    string,
+    string,
+    string | undefined,
+    string,
+  ];
+  const message = linkId ? `${fileId}.${exp}.${linkId}` : `${fileId}.${exp}`;
+  if (!(await verify(signingKey, "share-link", message, signature))) {
     throw new AppError("invalid_link");
   }
-  if (Number(exp) * 1000 <= nowMs) throw new AppError("link_expired");
-  return fileId;
+  const expiresAt = Number(exp) * 1000;
+  if (expiresAt <= nowMs) throw new AppError("link_expired");
+  return linkId ? { fileId, expiresAt, linkId } : { fileId, expiresAt };
 }

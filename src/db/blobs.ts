@@ -75,27 +75,69 @@ export async function upsertBlob(db: D1Database, blob: Blob): Promise<Blob> {
   return toBlob(row);
 }
 
-/** Pushes a blob's expiry out so it outlives a new file that uses it. */
-export async function extendBlob(db: D1Database, sha256: string, expiresAt: number): Promise<void> {
-  await db
-    .prepare("UPDATE blobs SET expires_at = MAX(expires_at, ?) WHERE sha256 = ?")
-    .bind(expiresAt, sha256)
+/**
+ * Pushes a blob's expiry out so it outlives a new file that uses it — only while the
+ * blob is still live at `now`. Returns false when it was not (it expired, or the sweep
+ * removed it since it was read): the caller must then treat the content as not held,
+ * since the sweep may be deleting its object. D1 runs statements one at a time, so
+ * either this extension lands first (and the sweep's conditional delete no longer
+ * matches) or the sweep's delete does (and this matches no row).
+ */
+export async function extendBlob(
+  db: D1Database,
+  sha256: string,
+  expiresAt: number,
+  now: number,
+): Promise<boolean> {
+  const result = await db
+    .prepare("UPDATE blobs SET expires_at = MAX(expires_at, ?) WHERE sha256 = ? AND expires_at > ?")
+    .bind(expiresAt, sha256, now)
     .run();
+  return result.meta.changes > 0;
 }
 
-/** True when a blob, a live file or another pending upload still uses the object at `key`. */
+/**
+ * Deletes up to `limit` blob rows that expired at or before `now` and that no live file
+ * uses, in one statement (so two sweeps never both claim a row, and a dedup hit that
+ * extended a blob first keeps it). Returns the object keys of the deleted rows.
+ */
+export async function deleteExpiredBlobs(
+  db: D1Database,
+  now: number,
+  limit: number,
+): Promise<string[]> {
+  const unused = `expires_at <= ?1 AND NOT EXISTS (
+      SELECT 1 FROM files f WHERE (f.sha256 = blobs.sha256 OR f.stored_key = blobs.stored_key)
+        AND f.deleted_at IS NULL AND f.expires_at > ?1)`;
+  const { results } = await db
+    .prepare(
+      `DELETE FROM blobs WHERE ${unused}
+         AND sha256 IN (SELECT sha256 FROM blobs WHERE ${unused} LIMIT ?2)
+       RETURNING stored_key`,
+    )
+    .bind(now, limit)
+    .all<{ stored_key: string }>();
+  return results.map((row) => row.stored_key);
+}
+
+/**
+ * True when a blob, a live file or another pending upload still uses the object at `key`.
+ * A file counts while it is not deleted, and, when `now` is given, not expired either.
+ */
 export async function isStoredKeyInUse(
   db: D1Database,
   key: string,
   exceptUploadId: string,
+  now?: number,
 ): Promise<boolean> {
   const row = await db
     .prepare(
       `SELECT EXISTS (SELECT 1 FROM blobs WHERE stored_key = ?1)
-           OR EXISTS (SELECT 1 FROM files WHERE stored_key = ?1 AND deleted_at IS NULL)
+           OR EXISTS (SELECT 1 FROM files WHERE stored_key = ?1 AND deleted_at IS NULL
+                                            AND (?3 IS NULL OR expires_at > ?3))
            OR EXISTS (SELECT 1 FROM uploads WHERE stored_key = ?1 AND status = 'pending' AND id != ?2) AS used`,
     )
-    .bind(key, exceptUploadId)
+    .bind(key, exceptUploadId, now ?? null)
     .first<{ used: number }>();
   return row?.used === 1;
 }

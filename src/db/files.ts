@@ -15,6 +15,8 @@ export interface FileRow {
   deduped: boolean;
   createdAt: number;
   expiresAt: number;
+  /** Set when the file was deleted early (`DELETE /v1/files/:id`); only some reads return such rows. */
+  deletedAt?: number | null;
 }
 
 interface FileDbRow {
@@ -30,6 +32,7 @@ interface FileDbRow {
   deduped: number;
   created_at: number;
   expires_at: number;
+  deleted_at: number | null;
 }
 
 function toFile(row: FileDbRow): FileRow {
@@ -46,6 +49,7 @@ function toFile(row: FileDbRow): FileRow {
     deduped: row.deduped === 1,
     createdAt: row.created_at,
     expiresAt: row.expires_at,
+    deletedAt: row.deleted_at,
   };
 }
 
@@ -156,4 +160,31 @@ export async function markFileDeleted(db: D1Database, id: string, now: number): 
     .prepare("UPDATE files SET deleted_at = COALESCE(deleted_at, ?) WHERE id = ?")
     .bind(now, id)
     .run();
+}
+
+/**
+ * A file row whether or not it was deleted (share links tell a deleted file from a
+ * missing one), or null.
+ */
+export async function findFileIncludingDeleted(
+  db: D1Database,
+  id: string,
+): Promise<FileRow | null> {
+  const row = await db.prepare("SELECT * FROM files WHERE id = ?").bind(id).first<FileDbRow>();
+  return row ? toFile(row) : null;
+}
+
+/**
+ * Deletes a file early: only the request that flips `deleted_at` gets the time back;
+ * a concurrent or repeated delete gets null. The blob stays (other files may use it);
+ * the scheduled sweep removes it once no live file does and it has expired.
+ */
+export async function deleteFile(db: D1Database, id: string, now: number): Promise<number | null> {
+  const row = await db
+    .prepare(
+      "UPDATE files SET deleted_at = ? WHERE id = ? AND deleted_at IS NULL RETURNING deleted_at",
+    )
+    .bind(now, id)
+    .first<{ deleted_at: number }>();
+  return row?.deleted_at ?? null;
 }

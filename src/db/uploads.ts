@@ -110,3 +110,25 @@ export function finishUploadStatement(
 export async function markUploadRejected(db: D1Database, id: string): Promise<void> {
   await db.prepare("UPDATE uploads SET status = 'rejected' WHERE id = ?").bind(id).run();
 }
+
+/**
+ * Moves pending uploads whose URL expired at or before `before` to `rejected` (one
+ * conditional statement: a concurrent completion or sweep wins or loses cleanly) and
+ * returns their object keys, whose objects may hold bytes PUT but never completed.
+ */
+export async function expireStaleUploads(
+  db: D1Database,
+  before: number,
+  limit: number,
+): Promise<string[]> {
+  const { results } = await db
+    .prepare(
+      `UPDATE uploads SET status = 'rejected'
+       WHERE status = 'pending' AND expires_at <= ?1
+         AND id IN (SELECT id FROM uploads WHERE status = 'pending' AND expires_at <= ?1 LIMIT ?2)
+       RETURNING stored_key`,
+    )
+    .bind(before, limit)
+    .all<{ stored_key: string }>();
+  return results.map((row) => row.stored_key);
+}

@@ -2,13 +2,14 @@ import { Hono } from "hono";
 import type { AppEnv, Caller } from "../app-env";
 import { requireCaller, sessionOf } from "../auth/middleware";
 import { listDeliveries } from "../db/deliveries";
-import { findFile, listFiles, type FileRow } from "../db/files";
+import { deleteFile, findFile, listFiles, type FileRow } from "../db/files";
 import type { Deps } from "../deps";
 import { AppError } from "../errors";
 import { fileResponse } from "../http/file-response";
 import { readJson } from "../http/json-body";
 import { deliverBody, deliverFile, toDeliveryRecord } from "../services/deliver";
 import { toFileRecord } from "../services/file-record";
+import { createLinkBody, createShareLink } from "../services/share-links";
 
 /** Sandboxes see their own files; the operator sees every session's. */
 export const files = new Hono<AppEnv>()
@@ -26,6 +27,20 @@ export const files = new Hono<AppEnv>()
   .get("/:id", async (c) => {
     const file = await visibleFile(c.var.deps, c.var.caller, c.req.param("id"));
     return c.json(await toFileRecord(c.var.deps, file, new URL(c.req.url).origin));
+  })
+  .delete("/:id", async (c) => {
+    const { deps } = c.var;
+    const file = await visibleFile(deps, c.var.caller, c.req.param("id"));
+    const deletedAt = await deleteFile(deps.db, file.id, deps.now());
+    // Another request deleted it between the read and the update.
+    if (deletedAt === null) throw new AppError("file_not_found");
+    return c.json({ fileId: file.id, deletedAt: new Date(deletedAt).toISOString() });
+  })
+  .post("/:id/links", async (c) => {
+    const { deps } = c.var;
+    const file = await visibleFile(deps, c.var.caller, c.req.param("id"));
+    const body = await readJson(c, createLinkBody);
+    return c.json(await createShareLink(deps, file, body, new URL(c.req.url).origin), 201);
   })
   .get("/:id/content", async (c) => {
     const { deps } = c.var;

@@ -68,12 +68,13 @@ export async function declareUpload(
   const contentType = body.contentType ?? "application/octet-stream";
   const expiresAt = now + config.fileTtlSeconds * 1000;
 
-  const blob = await findLiveBlob(db, body.sha256, now);
+  const found = await findLiveBlob(db, body.sha256, now);
+  if (found && found.size !== body.size)
+    throw new AppError("invalid_request", "size does not match the content with this sha256");
+  // The blob must outlive the new file: pushed out before the file exists, and only a
+  // blob still live at that moment is a hit (otherwise the sweep may be deleting it).
+  const blob = found && (await extendBlob(db, found.sha256, expiresAt, now)) ? found : null;
   if (blob) {
-    if (blob.size !== body.size)
-      throw new AppError("invalid_request", "size does not match the content with this sha256");
-    // The blob must outlive the new file; pushed out before the file exists.
-    await extendBlob(db, blob.sha256, expiresAt);
     const file: FileRow = {
       id: newId("fil"),
       sessionId: session.id,

@@ -30,11 +30,11 @@ export async function ingest(deps: Deps, input: IngestInput): Promise<FileRow> {
 
     const now = deps.now();
     const expiresAt = now + deps.config.fileTtlSeconds * 1000;
-    const existing = await findLiveBlob(db, sha256Hex, now);
+    const found = await findLiveBlob(db, sha256Hex, now);
+    // Only a blob still live when its expiry is pushed out is a hit (see extendBlob).
+    const existing = found && (await extendBlob(db, sha256Hex, expiresAt, now)) ? found : null;
     let blob = existing;
-    if (blob) {
-      await extendBlob(db, sha256Hex, expiresAt);
-    } else {
+    if (!blob) {
       const key = blobKey(sha256Hex);
       const staged = await store.get(staging);
       if (!staged) throw new Error("staged object vanished");

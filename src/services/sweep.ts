@@ -1,0 +1,63 @@
+import { deleteExpiredBlobs, isStoredKeyInUse } from "../db/blobs";
+import { deleteExpiredLinks } from "../db/links";
+import { expireStaleUploads } from "../db/uploads";
+import type { Deps } from "../deps";
+
+const HOUR = 3_600_000;
+
+/**
+ * How long after its URL expired a pending upload is given up. `complete` does not check
+ * the URL's expiry (the bytes may have landed just in time), so the sweep waits a day
+ * (the same day the bucket's `staging/` rule uses) before treating it as abandoned.
+ */
+export const STALE_UPLOAD_GRACE_MS = 24 * HOUR;
+
+/** Rows handled per step per run; the next run (hourly) continues where this one stopped. */
+export const SWEEP_BATCH = 500;
+
+export interface SweepResult {
+  /** Blob rows removed: expired, and no live file uses them. */
+  blobsDeleted: number;
+  /** Pending uploads given up (`rejected`). */
+  uploadsExpired: number;
+  /** Objects deleted from the store (keys nothing in D1 uses any more). */
+  objectsDeleted: number;
+  /** Expired `links` rows removed. */
+  linksDeleted: number;
+}
+
+/**
+ * The scheduled sweep. Files need no marking: every read checks `expires_at` and
+ * `deleted_at`. It removes blob rows whose expiry passed and that no live file uses,
+ * gives up pending uploads a day past their URL's expiry, deletes the objects of both
+ * unless a blob, a live file or a pending upload still uses the key, and drops expired
+ * link rows.
+ *
+ * Idempotent and safe to run twice at once: every D1 change is one conditional
+ * statement (`DELETE … WHERE expired AND unused … RETURNING`), so a row is claimed by at
+ * most one run, and deleting a missing object is not an error. The object is deleted
+ * only after its row is gone and a fresh check finds the key unused; a dedup hit cannot
+ * land on it any more (`extendBlob` only extends a live row).
+ */
+export async function sweep(
+  deps: Pick<Deps, "db" | "store" | "now">,
+  batch = SWEEP_BATCH,
+): Promise<SweepResult> {
+  const { db, store } = deps;
+  const now = deps.now();
+  const blobKeys = await deleteExpiredBlobs(db, now, batch);
+  const uploadKeys = await expireStaleUploads(db, now - STALE_UPLOAD_GRACE_MS, batch);
+  let objectsDeleted = 0;
+  for (const key of new Set([...blobKeys, ...uploadKeys])) {
+    if (await isStoredKeyInUse(db, key, "", now)) continue;
+    await store.delete(key);
+    objectsDeleted += 1;
+  }
+  const linksDeleted = await deleteExpiredLinks(db, now);
+  return {
+    blobsDeleted: blobKeys.length,
+    uploadsExpired: uploadKeys.length,
+    objectsDeleted,
+    linksDeleted,
+  };
+}
