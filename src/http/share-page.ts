@@ -27,10 +27,12 @@ export function acceptsHtml(request: Request): boolean {
   });
 }
 
-/** When the link stops working and the clock it is read against. */
+/** When the link stops working, the clock it is read against, and its download limit. */
 export interface LinkTimes {
   expiresAt: number;
   now: number;
+  /** Present when the link was minted with `maxDownloads`. */
+  downloads?: { used: number; max: number };
 }
 
 /**
@@ -52,14 +54,29 @@ export async function sharePage(
 <dt>Size</dt><dd>${size}</dd>
 <dt>Type</dt><dd>${escapeHtml(file.contentType)}</dd>
 <dt>Link expires</dt><dd><time datetime="${expires}">${expires.replace("T", " ").replace("Z", " UTC")}</time> (${relativeTime(link.expiresAt - link.now)})</dd>
-<dt>SHA-256</dt><dd><code>${file.sha256}</code></dd>
+${downloadsRow(link)}<dt>SHA-256</dt><dd><code>${file.sha256}</code></dd>
 </dl>
 <p><a class="button" href="?download=1" download="${name}">Download (${humanSize(file.size)})</a></p>
 ${renderPreview(await loadPreview(store, file), file.name)}`;
   return htmlPage(200, `${file.name} · Airlock`, body);
 }
 
+/** "Downloads left: 3 of 5" for a link with a limit; nothing otherwise. */
+function downloadsRow(link: LinkTimes): string {
+  if (!link.downloads) return "";
+  const left = Math.max(link.downloads.max - link.downloads.used, 0);
+  return `<dt>Downloads left</dt><dd>${left} of ${link.downloads.max}</dd>\n`;
+}
+
 const ERROR_PAGES: Partial<Record<string, { title: string; text: string }>> = {
+  link_exhausted: {
+    title: "This link has been used up",
+    text: "It allowed a set number of downloads, and they have all been made. Ask for a new link.",
+  },
+  file_deleted: {
+    title: "This file was deleted",
+    text: "Whoever shared it deleted it. Ask them to send it again.",
+  },
   invalid_link: {
     title: "This link is not valid",
     text: "The link is incomplete or was changed. Ask for the link again.",

@@ -39,7 +39,9 @@ export const share = new Hono<AppEnv>().get("/:token", async (c) => {
     }
     if (page) {
       const linkExpiresAt = Math.min(grant.expiresAt, file.expiresAt);
-      return await sharePage(deps.store, file, { expiresAt: linkExpiresAt, now });
+      const downloads =
+        link?.maxDownloads != null ? { used: link.downloads, max: link.maxDownloads } : undefined;
+      return await sharePage(deps.store, file, { expiresAt: linkExpiresAt, now, downloads });
     }
     if (c.req.query("inline") !== undefined) {
       const contentType = await inlineMime(deps.store, file);

@@ -120,7 +120,9 @@ describe("POST /v1/files/:id/links", () => {
     expect(link.maxDownloads).toBe(2);
     // Not counted: HEAD, the browser page, a 304, a Range continuation.
     expect((await client.fetch(link.url, { method: "HEAD" })).status).toBe(200);
-    expect((await client.fetch(link.url, { headers: { accept: "text/html" } })).status).toBe(200);
+    const fresh = await client.fetch(link.url, { headers: { accept: "text/html" } });
+    expect(fresh.status).toBe(200);
+    expect(await fresh.text()).toContain("<dt>Downloads left</dt><dd>2 of 2</dd>");
     expect(
       (await client.fetch(link.url, { headers: { "if-none-match": `"${file.sha256}"` } })).status,
     ).toBe(304);
@@ -140,7 +142,7 @@ describe("POST /v1/files/:id/links", () => {
     expect((await client.fetch(`${link.url}?download=1`, { method: "HEAD" })).status).toBe(410);
     const page = await client.fetch(link.url, { headers: { accept: "text/html" } });
     expect(page.status).toBe(410);
-    await page.text();
+    expect(await page.text()).toContain("This link has been used up");
     // The interrupted last download may still resume from where it stopped.
     const rest = await client.fetch(link.url, { headers: { range: "bytes=5000-" } });
     expect(rest.status).toBe(206);
