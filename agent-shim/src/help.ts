@@ -3,8 +3,8 @@ import { DEFAULT_PULL_DIR } from "./config.js";
 /** One usage line per command, quoted by usage errors. */
 export const USAGE = {
   send: "airlock send <path>... [--to <platform:id>]... [--caption <text>] [--json] [--media-tag]",
-  get: "airlock get <fileId|shareUrl> [-o <path>]",
-  pull: "airlock pull [--dir <dir>] [--json]",
+  get: "airlock get <fileId|shareUrl> [-o <path>] [--extract]",
+  pull: "airlock pull [--dir <dir>] [--json] [--extract]",
   ls: "airlock ls [--json]",
   toolSchema: "airlock tool-schema [--format openai|mcp]",
   global: "airlock <send|get|pull|ls|tool-schema> ... | airlock --help | airlock --version",
@@ -23,7 +23,8 @@ Usage
 
 Commands
   send    upload files (hashed, gzipped where it pays, deduplicated) and print each share URL;
-          with --to, also deliver each file to those chats
+          a directory is sent as one <dir>.tar.gz (symlinks kept as links, modes and mtimes
+          kept); with --to, also deliver each file to those chats
   get     download a file by id or share URL, verifying its SHA-256, and print the path written
   pull    write the files people sent to this sandbox into a directory, verified, never
           overwriting (report.pdf, then "report (1).pdf"), and print a line per file
@@ -44,6 +45,9 @@ Options
                        (a tools/list result)
   -o, --output <path>  where get writes: a file, a directory, or - for stdout
                        (default: the file's name in the current directory, never overwritten)
+  --extract            get, pull: extract a .tar.gz into a new directory named after it
+                       (in -o <dir> or --dir) instead of writing the archive; an archive
+                       with entries that would escape that directory is refused whole
   --dir <dir>          where pull writes (default: ${DEFAULT_PULL_DIR}, created if missing)
   -h, --help           show this help
   -v, --version        show the version

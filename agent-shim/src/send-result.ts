@@ -22,4 +22,8 @@ export interface SendResult {
   /** Bytes PUT to storage: 0 on a dedup hit, the stored (possibly gzipped) size otherwise. */
   uploadedBytes: number;
   deliveries: (DeliveryRecord | FailedDelivery)[];
+  /** Present when a directory was sent, as one `<dir>.tar.gz`. */
+  archive?: true;
+  /** For a directory: how many regular files the archive holds. */
+  files?: number;
 }

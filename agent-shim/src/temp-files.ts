@@ -10,7 +10,7 @@ const live = new Set<string>();
 let handlersInstalled = false;
 
 /**
- * A fresh, unguessable path in `dir` for a temp file, removed on exit, SIGINT and SIGTERM
+ * A fresh, unguessable path in `dir` for a temp file (or directory), removed on exit, SIGINT and SIGTERM
  * unless `releaseTemp` removed it first.
  */
 export function tempPath(dir: string, prefix: string, suffix: string): string {
@@ -20,10 +20,10 @@ export function tempPath(dir: string, prefix: string, suffix: string): string {
   return path;
 }
 
-/** Removes a temp file (if it exists) and forgets it. */
+/** Removes a temp file or directory (if it exists) and forgets it. */
 export async function releaseTemp(path: string): Promise<void> {
   live.delete(path);
-  await rm(path, { force: true });
+  await rm(path, { force: true, recursive: true });
 }
 
 /** How many numbered names `keepTemp` tries before giving up. */
@@ -73,7 +73,7 @@ async function claim(temp: string, path: string): Promise<void> {
 function removeAllNow(): void {
   for (const path of live) {
     try {
-      rmSync(path, { force: true });
+      rmSync(path, { force: true, recursive: true });
     } catch {
       // Best effort on the way out: nothing else can be done about it now.
     }

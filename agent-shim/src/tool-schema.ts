@@ -49,7 +49,7 @@ const SEND_FILE: Tool = {
         minLength: 1,
         description:
           "Path of the file in this sandbox, absolute or relative to the working directory. " +
-          "A regular file: not a directory.",
+          "A directory is sent as one <name>.tar.gz archive of everything in it.",
       },
       caption: {
         type: "string",

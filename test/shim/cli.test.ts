@@ -1,3 +1,4 @@
+import { execFileSync } from "node:child_process";
 import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { createServer, type Server } from "node:http";
 import { tmpdir } from "node:os";
@@ -25,6 +26,7 @@ beforeAll(async () => {
   await chmod(dir, 0o755);
   await writeFile(join(dir, "hello.txt"), "hello\n");
   await mkdir(join(dir, "folder"));
+  execFileSync("mkfifo", [join(dir, "pipe")]);
   closedUrl = await listenAndClose();
   watcher = createServer((req, res) => {
     seen.push(`${req.method} ${req.url}`);
@@ -121,12 +123,10 @@ describe.each(RUNTIMES)("airlock under $name", ({ node }) => {
     expect(failureLine(result)).toBe("airlock: cannot read locked.txt: permission denied");
   });
 
-  it("refuses a directory with exit 2", async () => {
-    const result = await run(["send", "folder"]);
+  it("refuses a FIFO (neither a regular file nor a directory) with exit 2", async () => {
+    const result = await run(["send", "pipe"]);
     expect(result.code).toBe(2);
-    expect(failureLine(result)).toBe(
-      "airlock: folder is a directory; sending directories is not supported yet",
-    );
+    expect(failureLine(result)).toBe("airlock: pipe is not a regular file or a directory");
   });
 
   it("refuses a malformed --to before uploading anything", async () => {

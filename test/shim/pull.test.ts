@@ -301,7 +301,7 @@ describe.each(RUNTIMES)("airlock pull under $name", ({ node }) => {
     });
     expect(result.code).toBe(2);
     expect(failureLine(result)).toBe(
-      "airlock: pull takes no arguments; usage: airlock pull [--dir <dir>] [--json]",
+      "airlock: pull takes no arguments; usage: airlock pull [--dir <dir>] [--json] [--extract]",
     );
     expect(relay.calls).toEqual([]);
   });

@@ -1,20 +1,26 @@
-import { stat } from "node:fs/promises";
+import { mkdir, stat } from "node:fs/promises";
+import { resolve } from "node:path";
 import { parseCommandArgs } from "../args.js";
+import { archiveStem, extractArchive } from "../archive.js";
 import { relayConfig, retryPolicy } from "../config.js";
-import { UsageError } from "../errors.js";
+import { CliError, UsageError, fsError } from "../errors.js";
 import { HELP, USAGE } from "../help.js";
 import { download, type DownloadSource, type Output } from "../download.js";
 import { note, print } from "../output.js";
 import { RelayClient } from "../relay-client.js";
+import { releaseTemp, tempPath } from "../temp-files.js";
 
 const OPTIONS = {
   output: { type: "string", short: "o" },
+  extract: { type: "boolean" },
   help: { type: "boolean", short: "h" },
 } as const;
 
 /**
- * `airlock get <fileId|shareUrl> [-o <path>]`: downloads and verifies a file, then prints the
- * path written (on stderr when the bytes went to stdout).
+ * `airlock get <fileId|shareUrl> [-o <path>] [--extract]`: downloads and verifies a file, then
+ * prints the path written (on stderr when the bytes went to stdout). With --extract, the file must
+ * be a `.tar.gz`: it is extracted into a new directory named after it in `-o <dir>` (default: the
+ * current directory), and that directory's path is printed; the archive itself is not kept.
  */
 export async function get(args: string[]): Promise<void> {
   const { values, positionals } = parseCommandArgs(args, OPTIONS, USAGE.get);
@@ -23,11 +29,43 @@ export async function get(args: string[]): Promise<void> {
   if (ref === undefined || extra.length > 0) {
     throw new UsageError(`get takes exactly one file id or share URL; usage: ${USAGE.get}`);
   }
+  if (values.extract && values.output === "-") {
+    throw new UsageError(`--extract needs a directory, not stdout; usage: ${USAGE.get}`);
+  }
   const policy = retryPolicy();
   const source = /^https?:\/\//i.test(ref) ? shareSource(ref) : await fileSource(ref, policy);
+  if (values.extract) return print(await getExtracted(source, values.output ?? ".", policy));
   const written = await download(source, await output(values.output), policy);
   if (written.path === "-") note(`wrote ${written.name} to stdout`);
   else print(written.path);
+}
+
+/** Downloads a `.tar.gz` next to where it goes, then extracts it; returns the directory made. */
+async function getExtracted(
+  source: DownloadSource,
+  option: string,
+  policy: ReturnType<typeof retryPolicy>,
+): Promise<string> {
+  if (source.name !== undefined && archiveStem(source.name) === undefined) {
+    throw notAnArchive(source.name);
+  }
+  const dir = resolve(option);
+  await mkdir(dir, { recursive: true }).catch((err: unknown) => {
+    throw fsError("create directory", option, err);
+  });
+  const temp = tempPath(dir, ".airlock-", ".tar.gz");
+  try {
+    const { name } = await download(source, { to: "path", path: temp }, policy);
+    const stem = archiveStem(name);
+    if (stem === undefined) throw notAnArchive(name); // A share link names it only now.
+    return (await extractArchive(temp, name, dir, stem, false)).path;
+  } finally {
+    await releaseTemp(temp);
+  }
+}
+
+function notAnArchive(name: string): CliError {
+  return new CliError(`${name} is not a .tar.gz archive; get it without --extract`);
 }
 
 /**

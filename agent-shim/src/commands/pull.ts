@@ -1,6 +1,7 @@
 import { mkdir } from "node:fs/promises";
 import { resolve } from "node:path";
 import { parseCommandArgs } from "../args.js";
+import { archiveStem, extractArchive } from "../archive.js";
 import { DEFAULT_PULL_DIR, relayConfig, retryPolicy, type RetryPolicy } from "../config.js";
 import { CliError, UnavailableError, UsageError, fsError } from "../errors.js";
 import { HELP, USAGE } from "../help.js";
@@ -9,10 +10,12 @@ import { safeFileName } from "../file-names.js";
 import { humanSize } from "../human-size.js";
 import { print, warn } from "../output.js";
 import { RelayClient, type InboxItem } from "../relay-client.js";
+import { releaseTemp, tempPath } from "../temp-files.js";
 
 const OPTIONS = {
   dir: { type: "string" },
   json: { type: "boolean" },
+  extract: { type: "boolean" },
   help: { type: "boolean", short: "h" },
 } as const;
 
@@ -25,13 +28,21 @@ export interface PullResult {
   sha256: string;
   path: string;
   source: string;
+  /** With --extract, for a `.tar.gz`: `path` is the directory it was extracted to. */
+  extracted?: true;
+  /** With --extract, for a `.tar.gz`: how many regular files it held. */
+  files?: number;
 }
 
 /**
- * `airlock pull [--dir <dir>] [--json]`: writes each file waiting in the inbox into the directory
- * (oldest first, verified, under a safe name that replaces nothing), acknowledges it only once it
- * is there, and prints a line per file. A file that fails is reported and stays in the inbox; the
- * others carry on, unless the relay itself is out of reach.
+ * `airlock pull [--dir <dir>] [--json] [--extract]`: writes each file waiting in the inbox into the
+ * directory (oldest first, verified, under a safe name that replaces nothing), acknowledges it only
+ * once it is there, and prints a line per file. A file that fails is reported and stays in the
+ * inbox; the others carry on, unless the relay itself is out of reach.
+ *
+ * With --extract, a `.tar.gz` is extracted into a new directory named after it (`proj.tar.gz` to
+ * `proj/`, or `proj (1)/` when taken) instead of being written: the archive itself is not kept.
+ * An archive with an entry that would escape that directory is refused whole and stays in the inbox.
  */
 export async function pull(args: string[]): Promise<void> {
   const { values, positionals } = parseCommandArgs(args, OPTIONS, USAGE.pull);
@@ -52,7 +63,7 @@ export async function pull(args: string[]): Promise<void> {
   let failed = false;
   for (const item of items) {
     try {
-      const pulled = await pullItem(relay, item, dir, policy);
+      const pulled = await pullItem(relay, item, dir, policy, values.extract === true);
       const name = safeFileName(item.name, "file"); // As written: no newline, no path.
       print(values.json ? JSON.stringify(pulled) : contextLine(name, pulled));
       await relay.ack(item.itemId, name);
@@ -72,6 +83,7 @@ async function pullItem(
   item: InboxItem,
   dir: string,
   policy: RetryPolicy,
+  extract: boolean,
 ): Promise<PullResult> {
   const fileId = item.file?.fileId ?? item.fileId;
   if (!fileId) throw new CliError(`relay listed ${item.name} in the inbox without its file`);
@@ -83,12 +95,36 @@ async function pullItem(
     name: item.name,
     sha256: item.sha256,
   };
-  const { path, size } = await download(source, { to: "dir", dir, numbered: true }, policy);
   const { itemId, name, sha256 } = item;
+  const stem = extract ? archiveStem(item.name) : undefined;
+  if (stem !== undefined) {
+    const temp = tempPath(dir, ".airlock-", ".tar.gz");
+    try {
+      const { size } = await download(source, { to: "path", path: temp }, policy);
+      const { path, files } = await extractArchive(temp, item.name, dir, stem, true);
+      return {
+        itemId,
+        fileId,
+        name,
+        size,
+        sha256,
+        path,
+        source: item.source,
+        extracted: true,
+        files,
+      };
+    } finally {
+      await releaseTemp(temp);
+    }
+  }
+  const { path, size } = await download(source, { to: "dir", dir, numbered: true }, policy);
   return { itemId, fileId, name, size, sha256, path, source: item.source };
 }
 
 /** What an agent reads about a file it was sent. */
 function contextLine(name: string, pulled: PullResult): string {
+  if (pulled.extracted) {
+    return `[User uploaded: ${name} (${humanSize(pulled.size)}), extracted to ${pulled.path}/]`;
+  }
   return `[User uploaded: ${name} (${humanSize(pulled.size)}) at ${pulled.path}]`;
 }

@@ -1,6 +1,7 @@
-import { open, stat } from "node:fs/promises";
+import { open, opendir, stat } from "node:fs/promises";
 import { basename } from "node:path";
 import { parseCommandArgs } from "../args.js";
+import { ARCHIVE_TYPE, archiveDirectory } from "../archive.js";
 import { gzipLevel, relayConfig, retryPolicy, type RetryPolicy } from "../config.js";
 import { DESTINATION, DESTINATION_SHAPES } from "../destinations.js";
 import { CliError, RefusalError, UsageError, fsError } from "../errors.js";
@@ -60,10 +61,13 @@ export async function send(args: string[]): Promise<void> {
   const policy = retryPolicy();
   const relay = new RelayClient(relayConfig(), policy);
   const options = { level: gzipLevel(), policy, sent: await SentCache.load() };
-  for (const path of paths) await checkSendable(path);
+  const isDirectory = new Map<string, boolean>();
+  for (const path of paths) isDirectory.set(path, await checkSendable(path));
   let failed = false;
   for (const path of paths) {
-    const result = await sendFile(relay, path, options).finally(() => options.sent.save());
+    const result = isDirectory.get(path)
+      ? await sendDirectory(relay, path, options)
+      : await sendFile(relay, path, options).finally(() => options.sent.save());
     // First: the file is sent, whatever becomes of deliveries.
     if (values["media-tag"]) print(`MEDIA:${result.url}`);
     else if (!values.json) print(result.url);
@@ -107,19 +111,59 @@ async function deliver(
   }
 }
 
-/** A regular file this process can read; anything else fails before a byte is sent. */
-async function checkSendable(path: string): Promise<void> {
+/**
+ * A regular file or a directory this process can read; anything else fails before a byte is
+ * sent. Says whether it is a directory.
+ */
+async function checkSendable(path: string): Promise<boolean> {
   const info = await stat(path).catch((err: unknown) => {
     throw fsError("read", path, err);
   });
   if (info.isDirectory()) {
-    throw new UsageError(`${path} is a directory; sending directories is not supported yet`);
+    const listing = await opendir(path).catch((err: unknown) => {
+      throw fsError("read", path, err);
+    });
+    await listing.close();
+    return true;
   }
-  if (!info.isFile()) throw new UsageError(`${path} is not a regular file`);
+  if (!info.isFile()) throw new UsageError(`${path} is not a regular file or a directory`);
   const handle = await open(path, "r").catch((err: unknown) => {
     throw fsError("read", path, err);
   });
   await handle.close();
+  return false;
+}
+
+/**
+ * Sends a directory as one `<dir>.tar.gz`, packed into a temp file first (streaming) and
+ * uploaded as it is: already compressed, so with the identity encoding.
+ */
+async function sendDirectory(
+  relay: RelayClient,
+  path: string,
+  { level, policy }: { level: number; policy: RetryPolicy },
+): Promise<SendResult> {
+  const archive = await archiveDirectory(path, level);
+  try {
+    const { name, storedSize: size, storedSha256: sha256, files } = archive;
+    const answer = await relay.declareUpload({
+      name,
+      size,
+      sha256,
+      contentType: ARCHIVE_TYPE,
+      encoding: "identity",
+      storedSize: size,
+      storedSha256: sha256,
+    });
+    const extra = { archive: true as const, files };
+    if (answer.status === "deduped") return { ...result(answer.file, true, 0), ...extra };
+    if (answer.status === "missing") throw new CliError(`relay asked again how ${name} is stored`);
+    await putStoredBytes(answer.put, archive, name, policy);
+    const file = await relay.completeUpload(answer.uploadId, name);
+    return { ...result(file, false, size), ...extra };
+  } finally {
+    await archive.dispose();
+  }
 }
 
 /** Hash, probe for a dedup hit, gzip where it pays, declare, PUT, complete. */

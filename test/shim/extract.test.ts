@@ -1,0 +1,181 @@
+import { existsSync } from "node:fs";
+import { mkdir, mkdtemp, readFile, readdir, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { TOKEN, startFakeRelay, type FakeRelay } from "./fake-relay";
+import { RUNTIMES, prepareShim, runShim } from "./run-shim";
+import { buildTree, listTree, rawTarGz, systemTar, type RawEntry } from "./tar-trees";
+
+// `airlock pull --extract` against the fake relay, under every runtime: archives made by GNU tar
+// are extracted; hostile ones are refused whole and stay in the inbox.
+
+let root: string;
+
+beforeAll(async () => {
+  prepareShim();
+  root = await mkdtemp(join(tmpdir(), "airlock-shim-extract-"));
+});
+
+afterAll(async () => {
+  if (root) await rm(root, { recursive: true, force: true });
+});
+
+describe.each(RUNTIMES)("airlock pull --extract under $name", ({ node }) => {
+  let relay: FakeRelay;
+  /** A fresh directory per test, holding the --dir (so that escapes from it would show). */
+  let base: string;
+  let dir: string;
+
+  beforeEach(async () => {
+    relay = await startFakeRelay();
+    base = await mkdtemp(join(root, "t-"));
+    dir = join(base, "sandbox", "uploads");
+  });
+
+  afterEach(async () => {
+    await relay.stop();
+  });
+
+  const pull = (args: string[] = []) =>
+    runShim(["pull", "--dir", dir, "--extract", ...args], {
+      node,
+      cwd: base,
+      env: {
+        AIRLOCK_URL: relay.url,
+        AIRLOCK_TOKEN: TOKEN,
+        AIRLOCK_RETRIES: "2",
+        AIRLOCK_RETRY_BASE_MS: "10",
+      },
+    });
+
+  /** Every path under `base`, to prove nothing landed anywhere else. */
+  const allPaths = async () => Object.keys(await listTree(base));
+
+  it("extracts a GNU tar archive into <name>/, then <name> (1)/, and writes other files as they are", async () => {
+    const src = await mkdtemp(join(base, "src-"));
+    const tree = await buildTree(src, "proj", true);
+    systemTar(["-czf", join(base, "proj.tar.gz"), "-C", src, "proj"]);
+    const archive = await readFile(join(base, "proj.tar.gz"));
+    relay.addInboxItem("proj.tar.gz", archive);
+    relay.addInboxItem("notes.txt", Buffer.from("not an archive\n"));
+    relay.addInboxItem("proj.tar.gz", archive);
+
+    const result = await pull(["--json"]);
+    expect(result.stderr).toBe("");
+    expect(result.code).toBe(0);
+    const lines = result.stdout
+      .trim()
+      .split("\n")
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
+    expect(lines.map((line) => [line.path, line.extracted, line.files])).toEqual([
+      [join(dir, "proj"), true, 6],
+      [join(dir, "notes.txt"), undefined, undefined],
+      [join(dir, "proj (1)"), true, 6],
+    ]);
+    expect((await readdir(dir)).sort()).toEqual(["notes.txt", "proj", "proj (1)"]);
+    const expected = await listTree(tree);
+    expect(await listTree(join(dir, "proj"))).toEqual(expected);
+    expect(await listTree(join(dir, "proj (1)"))).toEqual(expected);
+    expect(relay.inbox.size).toBe(0);
+  });
+
+  it("puts an archive with several top-level entries in a directory of its own", async () => {
+    relay.addInboxItem(
+      "loose.tgz",
+      rawTarGz([
+        { name: "a.txt", body: "a" },
+        { name: "./b/c.txt", body: "c", mode: 0o640 },
+      ]),
+    );
+    const result = await pull();
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stdout).toMatch(
+      /^\[User uploaded: loose\.tgz \(.+\), extracted to .+\/loose\/\]\n$/,
+    );
+    expect(await listTree(join(dir, "loose"), false)).toEqual({
+      "a.txt": expect.stringMatching(/^file 644 /),
+      b: "dir 755",
+      "b/c.txt": expect.stringMatching(/^file 640 /),
+    });
+  });
+
+  const hostile: [string, RawEntry[]][] = [
+    ["a ../ name", [{ name: "h/ok.txt" }, { name: "h/../../../../escaped-dotdot", body: "x" }]],
+    ["an absolute name", [{ name: "h/ok.txt" }, { name: "/tmp/airlock-escaped-abs", body: "x" }]],
+    [
+      "a symlink to /etc, then a file through it",
+      [
+        { name: "h/etc", type: "2", linkname: "/etc" },
+        { name: "h/etc/airlock-escaped", body: "x" },
+      ],
+    ],
+    [
+      "a relative symlink out of the target",
+      [{ name: "h/up", type: "2", linkname: "../../../escaped-link" }],
+    ],
+    [
+      "a file through a symlink that stays inside",
+      [
+        { name: "h/sub/", type: "5" },
+        { name: "h/in", type: "2", linkname: "sub" },
+        { name: "h/in/escaped-through", body: "x" },
+      ],
+    ],
+    [
+      "a chain of symlinks that only leaves the tree when followed",
+      [
+        { name: "h/a/b/", type: "5" },
+        { name: "h/a/b/l1", type: "2", linkname: "../.." },
+        { name: "h/a/b/l2", type: "2", linkname: "l1/../.." },
+      ],
+    ],
+    [
+      "a hard link to a file outside",
+      [{ name: "h/hard", type: "1", linkname: "../../../../../etc/passwd" }],
+    ],
+    ["a hard link to a name not in the archive", [{ name: "h/hard", type: "1", linkname: "h/x" }]],
+  ];
+
+  it.each(hostile)(
+    "refuses %s: nothing written anywhere, the item stays",
+    async (_label, entries) => {
+      relay.addInboxItem("evil.tar.gz", rawTarGz(entries));
+      const result = await pull();
+      expect(result.code).toBe(1);
+      expect(result.stdout).toBe("");
+      expect(result.stderrLines).toHaveLength(1);
+      expect(result.stderrLines[0]).toMatch(
+        /^airlock: refusing to extract evil\.tar\.gz: ".+" .+; nothing was extracted$/,
+      );
+      expect(await readdir(dir)).toEqual([]);
+      expect(await allPaths()).toEqual(["sandbox", "sandbox/uploads"]);
+      expect(existsSync("/tmp/airlock-escaped-abs")).toBe(false);
+      expect(existsSync("/etc/airlock-escaped")).toBe(false);
+      expect(relay.inbox.size).toBe(1);
+      expect(relay.acked).toEqual([]);
+    },
+  );
+
+  it("refuses an absolute name in an archive GNU tar made with -P", async () => {
+    const victim = join(base, "victim.txt");
+    await writeFile(victim, "original\n");
+    systemTar(["--format=gnu", "-czPf", join(base, "abs.tar.gz"), victim]);
+    await writeFile(victim, "changed\n");
+    relay.addInboxItem("abs.tar.gz", await readFile(join(base, "abs.tar.gz")));
+    const result = await pull();
+    expect(result.code).toBe(1);
+    expect(result.stderr).toMatch(/"\/.*victim\.txt" is an absolute path; nothing was extracted/);
+    expect(await readFile(victim, "utf8")).toBe("changed\n");
+    expect(await readdir(dir)).toEqual([]);
+  });
+
+  it("refuses a corrupt archive with one line, leaving nothing", async () => {
+    relay.addInboxItem("junk.tar.gz", Buffer.from("this is not gzip at all"));
+    await mkdir(dir, { recursive: true });
+    const result = await pull();
+    expect(result.code).toBe(1);
+    expect(result.stderr).toMatch(/^airlock: cannot extract junk\.tar\.gz: .+\n$/);
+    expect(await readdir(dir)).toEqual([]);
+  });
+});
