@@ -1,7 +1,7 @@
 import { mkdir, stat } from "node:fs/promises";
 import { resolve } from "node:path";
 import { parseCommandArgs } from "../args.js";
-import { archiveStem, extractArchive } from "../archive.js";
+import { archiveStem, extractArchive } from "../archive-extract.js";
 import { relayConfig, retryPolicy } from "../config.js";
 import { CliError, UsageError, fsError } from "../errors.js";
 import { HELP, USAGE } from "../help.js";

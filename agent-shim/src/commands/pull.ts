@@ -1,7 +1,7 @@
 import { mkdir } from "node:fs/promises";
 import { resolve } from "node:path";
 import { parseCommandArgs } from "../args.js";
-import { archiveStem, extractArchive } from "../archive.js";
+import { archiveStem, extractArchive } from "../archive-extract.js";
 import { DEFAULT_PULL_DIR, relayConfig, retryPolicy, type RetryPolicy } from "../config.js";
 import { CliError, UnavailableError, UsageError, fsError } from "../errors.js";
 import { HELP, USAGE } from "../help.js";

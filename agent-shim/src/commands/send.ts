@@ -1,7 +1,7 @@
 import { open, opendir, stat } from "node:fs/promises";
 import { basename } from "node:path";
 import { parseCommandArgs } from "../args.js";
-import { ARCHIVE_TYPE, archiveDirectory } from "../archive.js";
+import { ARCHIVE_TYPE, archiveDirectory } from "../archive-build.js";
 import { gzipLevel, relayConfig, retryPolicy, type RetryPolicy } from "../config.js";
 import { DESTINATION, DESTINATION_SHAPES } from "../destinations.js";
 import { CliError, RefusalError, UsageError, fsError } from "../errors.js";

@@ -1,0 +1,120 @@
+import { BLOCK, TarFormatError, padding } from "./tar-format.js";
+import {
+  cString,
+  parseDecimal,
+  parseHeader,
+  parsePax,
+  type ReadEntry,
+} from "./tar-header-parse.js";
+
+/**
+ * Reads an uncompressed tar stream block by block with bounded memory: the caller gets each
+ * entry's header, then must consume exactly `entry.size` bytes through `content()` (or
+ * `skip()`) before asking for the next entry.
+ */
+export class TarReader {
+  private pending: Buffer[] = [];
+  private pendingBytes = 0;
+  private done = false;
+  private readonly source: AsyncIterator<Buffer>;
+
+  constructor(chunks: AsyncIterable<Buffer>) {
+    this.source = chunks[Symbol.asyncIterator]();
+  }
+
+  /** The next entry, or undefined at the end of the archive. */
+  async next(): Promise<ReadEntry | undefined> {
+    let overrides: Record<string, string> = {};
+    for (;;) {
+      const block = await this.take(BLOCK, true);
+      if (block === undefined || block.every((byte) => byte === 0)) return undefined;
+      const header = parseHeader(block);
+      if (
+        header.flag === "x" ||
+        header.flag === "g" ||
+        header.flag === "L" ||
+        header.flag === "K"
+      ) {
+        const body = await this.take(header.size, false);
+        await this.take(padding(header.size).length, false);
+        if (header.flag === "x") overrides = { ...overrides, ...parsePax(body!) };
+        if (header.flag === "L") overrides.path = cString(body!);
+        if (header.flag === "K") overrides.linkpath = cString(body!);
+        continue; // A global header ("g") is read past: nothing in it matters here.
+      }
+      if (overrides.path !== undefined) header.name = overrides.path;
+      if (overrides.linkpath !== undefined) header.linkname = overrides.linkpath;
+      if (overrides.size !== undefined) header.size = parseDecimal(overrides.size, "size");
+      if (overrides.mtime !== undefined) header.mtime = Math.floor(Number(overrides.mtime));
+      // Links carry no data whatever their size field says; other entries may (GNU dumpdirs).
+      if (header.type === "symlink" || header.type === "hardlink") header.size = 0;
+      return header;
+    }
+  }
+
+  /** The current entry's content, in chunks; then its padding is read past. */
+  async *content(size: number): AsyncGenerator<Buffer> {
+    let left = size;
+    while (left > 0) {
+      if (this.pendingBytes === 0 && !(await this.fill())) throw truncated();
+      const chunk = this.takeAvailable(left);
+      left -= chunk.length;
+      yield chunk;
+    }
+    await this.take(padding(size).length, false);
+  }
+
+  /** Reads past the current entry's content. */
+  async skip(size: number): Promise<void> {
+    const chunks = this.content(size);
+    while (!(await chunks.next()).done) {
+      // Discarded.
+    }
+  }
+
+  private async fill(): Promise<boolean> {
+    if (this.done) return false;
+    const { value, done } = await this.source.next();
+    if (done) {
+      this.done = true;
+      return false;
+    }
+    this.pending.push(value);
+    this.pendingBytes += value.length;
+    return true;
+  }
+
+  private takeAvailable(max: number): Buffer {
+    const first = this.pending[0]!;
+    if (first.length <= max) {
+      this.pending.shift();
+      this.pendingBytes -= first.length;
+      return first;
+    }
+    this.pending[0] = first.subarray(max);
+    this.pendingBytes -= max;
+    return first.subarray(0, max);
+  }
+
+  /** Exactly `n` bytes; at the very end of the stream, undefined when `endOk`. */
+  private async take(n: number, endOk: boolean): Promise<Buffer | undefined> {
+    while (this.pendingBytes < n) {
+      if (!(await this.fill())) {
+        if (endOk && this.pendingBytes === 0) return undefined;
+        throw truncated();
+      }
+    }
+    const parts: Buffer[] = [];
+    let left = n;
+    while (left > 0) {
+      const part = this.takeAvailable(left);
+      parts.push(part);
+      left -= part.length;
+    }
+    return Buffer.concat(parts, n);
+  }
+}
+
+function truncated(): TarFormatError {
+  return new TarFormatError("the archive ends in the middle of an entry");
+}
