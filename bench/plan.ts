@@ -3,7 +3,9 @@ import { compareTools, gzipLevels } from "./cases";
 import type { Context, Row } from "./context";
 import { createFile, type BenchFile, type Kind } from "./corpus";
 import { dedupResend, type Dedup } from "./dedup";
+import { compareDirectory } from "./directory";
 import { MiB, describeRow } from "./format";
+import { createTree } from "./tree";
 
 /** Everything one benchmark run measured. */
 export interface Results {
@@ -11,6 +13,8 @@ export interface Results {
   gzipRows: Row[];
   stepRows: Row[];
   dedups: Dedup[];
+  /** `airlock send <dir>` vs `tar czf` + `curl -T`, and the baseline's two steps. */
+  dirRows: Row[];
 }
 
 const KINDS: Kind[] = ["random", "text"];
@@ -18,13 +22,14 @@ const KINDS: Kind[] = ["random", "text"];
 /**
  * The whole plan: each kind at each size (shim, curl, base64 over exec); at the largest of those
  * sizes also the dedup re-send, and for text the gzip levels and the step-by-step breakdown; then
- * (full mode) 1 GiB of each kind for peak RSS. `runs` runs per case, interleaved; base64 over exec
- * runs once at 128 MiB and not at 1 GiB.
+ * (full mode) 1 GiB of each kind for peak RSS; last, a directory of small files (10,000, or 1,000
+ * with --quick). `runs` runs per case, interleaved; base64 over exec runs once at 128 MiB and not
+ * at 1 GiB.
  */
 export async function measureAll(ctx: Context, quick: boolean): Promise<Results> {
   const runs = quick ? 1 : 3;
   const sizes = quick ? [1 * MiB, 16 * MiB] : [1 * MiB, 16 * MiB, 128 * MiB];
-  const results: Results = { rows: [], gzipRows: [], stepRows: [], dedups: [] };
+  const results: Results = { rows: [], gzipRows: [], stepRows: [], dedups: [], dirRows: [] };
   // Each result is logged as it comes, so that a failing run still shows what it measured.
   const record = (into: Row[], measured: Row[]) => {
     for (const row of measured) ctx.log(`= ${describeRow(row)}`);
@@ -51,6 +56,14 @@ export async function measureAll(ctx: Context, quick: boolean): Promise<Results>
         record(results.rows, await compareTools(ctx, file, 1, 0));
       });
     }
+  }
+  const files = quick ? 1_000 : 10_000;
+  ctx.log(`generating a directory of ${files} small files`);
+  const tree = await createTree(ctx.tmpDir, `tree-${files}`, files);
+  try {
+    record(results.dirRows, await compareDirectory(ctx, tree, runs));
+  } finally {
+    await tree.remove();
   }
   return results;
 }

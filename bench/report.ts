@@ -2,6 +2,7 @@ import { readFileSync } from "node:fs";
 import { cpus, loadavg, totalmem } from "node:os";
 import type { Row } from "./context";
 import type { Dedup } from "./dedup";
+import { DIR_BASELINE } from "./directory";
 import { formatMs, formatRatio, formatRss, formatSent, formatSize, MiB } from "./format";
 import type { Target } from "./targets";
 
@@ -16,6 +17,7 @@ export interface Report {
   gzipRows: Row[];
   stepRows: Row[];
   dedups: Dedup[];
+  dirRows: Row[];
   targets: Target[];
   warnings: string[];
 }
@@ -57,15 +59,21 @@ const HEADER = [
   "peak RSS",
 ];
 
+/** A directory row's wall time over the baseline's (tar czf + curl -T) for the same tree. */
+const baselineWall = (rows: Row[], row: Row) =>
+  row.label.endsWith(", by steps")
+    ? undefined
+    : rows.find((r) => r.label === row.label && r.tool === DIR_BASELINE)?.wallMs;
+
 /** The whole report as markdown. */
 export function renderReport(report: Report): string {
-  const { rows, gzipRows, stepRows, dedups, targets, warnings } = report;
+  const { rows, gzipRows, stepRows, dedups, dirRows, targets, warnings } = report;
   const dedupRows = dedups.flatMap((d) => [d.resend, d.sha256sum, d.nodeHash, d.probe]);
   const out = [
     "# Airlock send benchmark",
     "",
     `- Date: ${report.startedAt.toISOString()}`,
-    `- Mode: ${report.quick ? "--quick (1 and 16 MiB, 1 run each)" : `full (median of ${report.runs} runs up to 128 MiB; 1 run for base64 over exec at 128 MiB and for 1 GiB)`}`,
+    `- Mode: ${report.quick ? "--quick (1 and 16 MiB, a directory of 1,000 files, 1 run each)" : `full (median of ${report.runs} runs up to 128 MiB and for the directory of 10,000 files; 1 run for base64 over exec at 128 MiB and for 1 GiB)`}`,
     `- Machine: ${cpus().length} cores, ${(totalmem() / 1024 / MiB).toFixed(1)} GiB RAM, ${cpuModel()}, Node ${process.version}`,
     "- Store: `wrangler dev` (workerd) with local R2 and D1 on loopback (127.0.0.1); R2 backend, so every PUT goes client → relay Worker → local R2",
     `- Load average (1 min): ${report.loadAtStart.toFixed(2)} at the start, ${loadavg()[0]!.toFixed(2)} at the end`,
@@ -99,6 +107,13 @@ export function renderReport(report: Report): string {
       dedupRows.map((row) => rowCells(row, undefined)),
     ),
     "",
+    "## Directory: airlock send dir/ vs tar czf + curl -T",
+    "",
+    table(
+      HEADER.map((cell) => (cell === "× curl" ? "× tar + curl" : cell)),
+      dirRows.map((row) => rowCells(row, baselineWall(dirRows, row))),
+    ),
+    "",
     "## Targets",
     "",
     table(
@@ -118,6 +133,8 @@ export function renderReport(report: Report): string {
     "- `airlock send`: `node dist/airlock.mjs send <file> --json`; bytes sent = its `uploadedBytes` (gzip output for text).",
     "- base64 over exec: 48 KiB raw → 64 KiB base64 per chunk, each appended by its own `sh -c 'printf %s \"$1\" >> out.b64' sh <chunk>`, then `base64 -d`; a driver node process runs it under GNU time. Local spawns only, so a lower bound for a real exec channel; bytes sent = base64 bytes.",
     "- Steps by hand (largest text size): node zlib level 1 into a temp file (in-process), `curl -T` of the gzip bytes to a gzip-declared upload, then `POST /v1/uploads/:id/complete`, timed in-process: for gzip the relay reads the object back, inflates it and hashes the result before answering.",
+    "- Directory: a deterministic tree of small source-like text files (200 B – 8 KiB, log-uniform; 40 per leaf directory, leaves 1–3 levels deep) in the temp dir; before every send one file's first line is rewritten (same size), so each archive is unseen. Size = the files' bytes; bytes sent = the `.tar.gz` (shim: its `uploadedBytes`, gzip level 1; tar: GNU tar's default gzip -6).",
+    "- `airlock send <dir>`: `node dist/airlock.mjs send <dir> --json`, spawn to exit (walk, tar, gzip and hash into a temp file, declare, PUT, complete). Baseline: `tar czf <tmp>/<dir>.tar.gz -C <parent> <dir>` timed, then (untimed) the archive is hashed and declared with `POST /v1/uploads`, then `curl -T <dir>.tar.gz` to the presigned PUT timed (as above), then complete (untimed); its wall = tar + curl. `tar czf - dir | curl -T -` cannot be measured as such: the presigned PUT is signed for an exact Content-Length and x-amz-checksum-sha256, declared before the bytes go.",
     "- Dedup budget = median `sha256sum` of the file + 2 × median `POST /v1/uploads` probe by curl (a fresh process and connection each).",
     "",
   ];

@@ -13,6 +13,9 @@ export interface SendJson {
   sha256: string;
   deduped: boolean;
   uploadedBytes: number;
+  /** For a directory: sent as one `<dir>.tar.gz` holding `files` regular files. */
+  archive?: true;
+  files?: number;
 }
 
 export interface ShimSend extends Measured {
