@@ -1,5 +1,5 @@
-import { createReadStream, createWriteStream, type Stats } from "node:fs";
-import { lstat, readdir, readlink, stat } from "node:fs/promises";
+import { createReadStream, createWriteStream, lstatSync, readFileSync, type Stats } from "node:fs";
+import { readdir, readlink, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { basename, join, resolve } from "node:path";
 import { Readable } from "node:stream";
@@ -39,7 +39,7 @@ export async function archiveDirectory(dir: string, level: number): Promise<Arch
   const count = { files: 0 };
   try {
     const out = createWriteStream(temp, { flags: "wx", mode: 0o600 });
-    const tar = Readable.from(tarStream(dir, top, count), { objectMode: false });
+    const tar = Readable.from(batched(tarStream(dir, top, count)), { objectMode: false });
     await pipeline(tar, createGzip({ level }), digest, out).catch((err: unknown) => {
       throw err instanceof CliError ? err : fsError("write temp file", temp, err);
     });
@@ -96,9 +96,7 @@ async function* walk(
   for (const name of names.sort(byBytes)) {
     const path = join(dir, name);
     const entryName = `${prefix}/${name}`;
-    const info = await lstat(path).catch((err: unknown) => {
-      throw fsError("read", path, err);
-    });
+    const info = lstatOrFail(path);
     if (info.isDirectory()) {
       yield encodeHeader({ ...meta(info), name: entryName, type: "directory" });
       yield* walk(path, entryName, count);
@@ -118,6 +116,15 @@ async function* walk(
   }
 }
 
+/** lstat without an async round trip: a walk of many small files is bound by those. */
+function lstatOrFail(path: string): Stats {
+  try {
+    return lstatSync(path);
+  } catch (err) {
+    throw fsError("read", path, err);
+  }
+}
+
 function kindOf(info: Stats): string {
   if (info.isSocket()) return "a socket";
   if (info.isFIFO()) return "a FIFO";
@@ -125,9 +132,41 @@ function kindOf(info: Stats): string {
   return "a special file";
 }
 
+/** Files up to this size are read in one call: per-file async round trips cost more than the I/O. */
+const SMALL_FILE_BYTES = 256 * 1024;
+/** gzip is fed in chunks of about this size rather than one small header or file at a time. */
+const BATCH_BYTES = 64 * 1024;
+
+/** Joins the many small pieces of a tar stream into chunks of about `BATCH_BYTES`. */
+async function* batched(pieces: AsyncIterable<Buffer>): AsyncGenerator<Buffer> {
+  let held: Buffer[] = [];
+  let heldBytes = 0;
+  for await (const piece of pieces) {
+    held.push(piece);
+    heldBytes += piece.length;
+    if (heldBytes >= BATCH_BYTES) {
+      yield Buffer.concat(held, heldBytes);
+      held = [];
+      heldBytes = 0;
+    }
+  }
+  if (heldBytes > 0) yield Buffer.concat(held, heldBytes);
+}
+
 /** Exactly `size` bytes of the file, as its header promised; a file that shrank is an error. */
 async function* fileBytes(path: string, size: number): AsyncGenerator<Buffer> {
   if (size === 0) return;
+  if (size <= SMALL_FILE_BYTES) {
+    let bytes: Buffer;
+    try {
+      bytes = readFileSync(path);
+    } catch (err) {
+      throw fsError("read", path, err);
+    }
+    if (bytes.length < size) throw changedWhileSending(path);
+    yield bytes.subarray(0, size);
+    return;
+  }
   let sent = 0;
   const input = createReadStream(path, { start: 0, end: size - 1 });
   try {

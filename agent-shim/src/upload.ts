@@ -2,7 +2,7 @@ import { createReadStream } from "node:fs";
 import type { RetryPolicy } from "./config.js";
 import { DigestStream } from "./digest.js";
 import { fsError } from "./errors.js";
-import { readText, request, statusError } from "./http.js";
+import { isRetryableStatus, readText, request, statusError } from "./http.js";
 import { changedWhileSending, type StoredBytes } from "./prepare.js";
 import { Progress } from "./progress.js";
 import type { PutInstructions } from "./relay-client.js";
@@ -41,9 +41,17 @@ export async function putStoredBytes(
       const text = await readText(res);
       const status = res.statusCode ?? 0;
       if (status >= 200 && status < 300) return;
-      throw statusError(res, text, `storage refused upload of ${label}`);
+      throw statusError(res, text, `storage refused upload of ${label}`, isRetryableStorageAnswer);
     });
   } finally {
     progress.finish();
   }
+}
+
+/**
+ * Storage answers worth another try: 429 and 5xx, and S3's `400 RequestTimeout` for a body
+ * that went idle too long (the AWS SDKs treat it as transient too).
+ */
+function isRetryableStorageAnswer(status: number, code: string | undefined): boolean {
+  return isRetryableStatus(status) || code === "RequestTimeout";
 }

@@ -1,0 +1,443 @@
+import { createHash, randomBytes } from "node:crypto";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { startFaultProxy, type FaultProxy, type FaultRule } from "../fixtures/fault-proxy";
+import { startStrictS3, type StrictS3 } from "../fixtures/s3/strict-s3";
+import { failureLine, prepareShim, runShim, type ShimResult } from "../shim/run-shim";
+import { startRelay, type RunningRelay } from "../support/relay";
+
+/** The shim's socket idle timeout (agent-shim/src/http.ts, IDLE_TIMEOUT_MS): too long to wait out here. */
+const SHIM_IDLE_TIMEOUT_MS = 60_000;
+const FILE_BYTES = 256 * 1024;
+/** The strict S3's body idle timeout here (S3's own is about 20 s). */
+const S3_IDLE_TIMEOUT_MS = 3_000;
+
+interface SendJson {
+  fileId: string;
+  name: string;
+  size: number;
+  sha256: string;
+  url: string;
+  deduped: boolean;
+  uploadedBytes: number;
+}
+
+interface Listed {
+  fileId: string;
+  name: string;
+  size: number;
+  sha256: string;
+  url: string;
+}
+
+const sha256 = (bytes: Uint8Array) => createHash("sha256").update(bytes).digest("hex");
+
+let work: string;
+let fileCount = 0;
+
+/** A fresh file of random bytes (gzip never pays, so it is stored as is). */
+async function randomFile(bytes = FILE_BYTES): Promise<{ path: string; data: Buffer }> {
+  const data = randomBytes(bytes);
+  const path = join(work, `file-${++fileCount}.bin`);
+  await writeFile(path, data);
+  return { path, data };
+}
+
+/** `airlock send --json <path>` as a sandbox runs it, retrying fast. */
+function send(
+  url: string,
+  token: string,
+  path: string,
+  env: Record<string, string> = {},
+): Promise<ShimResult> {
+  return runShim(["send", "--json", path], {
+    env: {
+      AIRLOCK_URL: url,
+      AIRLOCK_TOKEN: token,
+      AIRLOCK_RETRY_BASE_MS: "10",
+      XDG_CACHE_HOME: join(work, "cache"),
+      ...env,
+    },
+  });
+}
+
+function sent(result: ShimResult): SendJson {
+  expect(result.stderr, result.stderr).not.toMatch(/^airlock: /m);
+  expect(result.code, result.stderr).toBe(0);
+  return JSON.parse(result.stdout.trim()) as SendJson;
+}
+
+async function download(url: string): Promise<Buffer> {
+  const response = await fetch(url);
+  expect(response.status, url).toBe(200);
+  return Buffer.from(await response.arrayBuffer());
+}
+
+/** The file's share URL serves exactly `data`. */
+async function expectServed(result: SendJson, data: Buffer): Promise<void> {
+  expect(result.sha256).toBe(sha256(data));
+  expect(result.size).toBe(data.length);
+  const body = await download(result.url);
+  expect(body.length).toBe(data.length);
+  expect(sha256(body)).toBe(sha256(data));
+}
+
+async function listFiles(relay: RunningRelay, sessionId: string): Promise<Listed[]> {
+  const response = await fetch(`${relay.url}/v1/files?sessionId=${sessionId}`, {
+    headers: { authorization: `Bearer ${relay.adminToken}` },
+  });
+  expect(response.status).toBe(200);
+  return ((await response.json()) as { files: Listed[] }).files;
+}
+
+/** Nothing corrupt is ever served: every file listed downloads with the SHA-256 it declares. */
+async function expectNothingCorrupt(relay: RunningRelay, sessionId: string): Promise<Listed[]> {
+  const files = await listFiles(relay, sessionId);
+  for (const file of files) {
+    const body = await download(file.url);
+    expect({ name: file.name, size: body.length, sha256: sha256(body) }).toEqual({
+      name: file.name,
+      size: file.size,
+      sha256: file.sha256,
+    });
+  }
+  return files;
+}
+
+function faultsApplied(proxy: FaultProxy, from: number) {
+  return proxy.requests
+    .slice(from)
+    .filter((r) => r.fault !== null)
+    .map((r) => `${r.method} ${r.fault} ${r.status}`);
+}
+
+beforeAll(async () => {
+  prepareShim();
+  work = await mkdtemp(join(tmpdir(), "airlock-faults-"));
+});
+afterAll(() => rm(work, { recursive: true, force: true }));
+
+describe("S3 backend: relay → fault proxy → strict S3, shim PUTs through the same proxy", () => {
+  let s3: StrictS3;
+  let proxy: FaultProxy;
+  let relay: RunningRelay;
+  let session: { sessionId: string; token: string };
+
+  beforeAll(async () => {
+    // S3 answers 400 RequestTimeout to a body idle for about 20 s; 3 s keeps that case short.
+    s3 = await startStrictS3({ idleTimeoutMs: S3_IDLE_TIMEOUT_MS });
+    // The relay signs for S3_ENDPOINT's host: the proxy keeps that Host, so the strict S3
+    // (which verifies the signature over the Host it receives) accepts what it forwards.
+    proxy = await startFaultProxy({ target: s3.endpoint, host: "preserve" });
+    relay = await startRelay({
+      storage: "s3",
+      vars: {
+        S3_ENDPOINT: proxy.url,
+        S3_REGION: s3.region,
+        S3_BUCKET: s3.bucket,
+        S3_ACCESS_KEY_ID: s3.accessKeyId,
+        S3_SECRET_ACCESS_KEY: s3.secretAccessKey,
+      },
+    });
+  });
+  afterAll(async () => {
+    await relay?.stop();
+    await proxy?.stop();
+    await s3?.stop();
+  });
+  afterEach(async () => {
+    expect(proxy.pendingFaults(), "every scripted fault was hit").toEqual([]);
+    proxy.clearFaults();
+    if (session) await expectNothingCorrupt(relay, session.sessionId);
+  });
+
+  const putRule = (fault: FaultRule["fault"], times: number): FaultRule => ({
+    method: "PUT",
+    path: `/${s3.bucket}/blobs/`,
+    fault,
+    times,
+  });
+
+  it("presigned PUTs point at the proxy and pass the strict S3's SigV4 check", async () => {
+    session = await relay.mintSession();
+    const { path, data } = await randomFile();
+    const from = proxy.requests.length;
+    const result = sent(await send(relay.url, session.token, path));
+    await expectServed(result, data);
+    const seen = proxy.requests.slice(from).map((r) => `${r.method} ${r.status}`);
+    expect(seen).toEqual(expect.arrayContaining(["PUT 200", "HEAD 200", "GET 200"]));
+    expect(s3.requests.filter((r) => r.rejected)).toEqual([]);
+  });
+
+  it("a PUT answered 503 twice is retried and the file is byte-exact", async () => {
+    session = await relay.mintSession();
+    const { path, data } = await randomFile();
+    proxy.inject(putRule({ kind: "status", status: 503 }, 2));
+    const from = proxy.requests.length;
+    const result = sent(await send(relay.url, session.token, path));
+    await expectServed(result, data);
+    expect(faultsApplied(proxy, from)).toEqual(["PUT status 503", "PUT status 503"]);
+    expect(proxy.requests.slice(from).filter((r) => r.method === "PUT").length).toBe(3);
+  });
+
+  it("a PUT whose connection is reset mid-body is retried and the file is byte-exact", async () => {
+    session = await relay.mintSession();
+    const { path, data } = await randomFile();
+    proxy.inject(putRule({ kind: "reset-request", afterBytes: 100_000 }, 1));
+    const from = proxy.requests.length;
+    const result = sent(await send(relay.url, session.token, path));
+    await expectServed(result, data);
+    expect(faultsApplied(proxy, from)).toEqual(["PUT reset-request 0"]);
+    const puts = proxy.requests.slice(from).filter((r) => r.method === "PUT");
+    expect(puts[0]!.requestBytes).toBeGreaterThanOrEqual(100_000);
+    expect(puts[0]!.requestBytes).toBeLessThan(FILE_BYTES);
+    expect(puts.map((r) => r.status)).toEqual([0, 200]);
+  });
+
+  it("the relay's HEAD at complete failing once gives a 5xx the shim retries", async () => {
+    session = await relay.mintSession();
+    const { path, data } = await randomFile();
+    // A pass-through proxy in front of the relay, only to see what the relay answered.
+    const api = await startFaultProxy({ target: relay.url, host: "preserve" });
+    try {
+      proxy.inject({ method: "HEAD", fault: { kind: "status", status: 500 }, times: 1 });
+      const from = proxy.requests.length;
+      const result = sent(await send(api.url, session.token, path));
+      await expectServed(result, data);
+      expect(faultsApplied(proxy, from)).toEqual(["HEAD status 500"]);
+      const heads = proxy.requests.slice(from).filter((r) => r.method === "HEAD");
+      expect(heads.map((r) => r.status)).toEqual([500, 200]);
+      const completes = api.requests.filter((r) => r.path.endsWith("/complete"));
+      expect(completes.map((r) => r.status)).toEqual([500, 201]);
+      expect((await listFiles(relay, session.sessionId)).length).toBe(1);
+    } finally {
+      await api.stop();
+    }
+  });
+
+  it("a store that keeps failing ends in one error line after the last retry, nothing kept", async () => {
+    session = await relay.mintSession();
+    const { path, data } = await randomFile();
+    proxy.inject(putRule({ kind: "status", status: 503 }, Infinity));
+    const from = proxy.requests.length;
+    const result = await send(relay.url, session.token, path, { AIRLOCK_RETRIES: "3" });
+    expect(result.code).toBe(1);
+    expect(result.stdout).toBe("");
+    const line = failureLine(result);
+    expect(line).toMatch(/storage error during upload of file-\d+\.bin: SlowDown/);
+    expect(line).toMatch(/after 3 attempts/);
+    expect(line).not.toMatch(/X-Amz-Signature|x-amz-signature/i);
+    expect(proxy.requests.slice(from).filter((r) => r.method === "PUT").length).toBe(3);
+    proxy.clearFaults();
+    expect(await listFiles(relay, session.sessionId)).toEqual([]);
+    expect(await s3.listKeys(`blobs/${sha256(data).slice(0, 2)}/${sha256(data)}`)).toEqual([]);
+  });
+
+  it(`a PUT stalled for 2 s (well inside the shim's ${SHIM_IDLE_TIMEOUT_MS / 1000} s idle timeout) completes`, async () => {
+    session = await relay.mintSession();
+    const { path, data } = await randomFile();
+    proxy.inject(putRule({ kind: "stall", ms: 2_000 }, 1));
+    const started = Date.now();
+    const result = sent(await send(relay.url, session.token, path));
+    expect(Date.now() - started).toBeGreaterThanOrEqual(2_000);
+    await expectServed(result, data);
+  });
+
+  it("a PUT stalled mid-body for 2 s completes", async () => {
+    session = await relay.mintSession();
+    const { path, data } = await randomFile();
+    proxy.inject(putRule({ kind: "stall", ms: 2_000, afterBytes: 64 * 1024 }, 1));
+    const result = sent(await send(relay.url, session.token, path));
+    await expectServed(result, data);
+  });
+
+  // S3 answers a body idle past its timeout (~20 s on AWS) with 400 RequestTimeout, a
+  // transient error the AWS SDKs retry; so does the shim.
+  it("a PUT stalled mid-body past the store's idle timeout (400 RequestTimeout) is retried", async () => {
+    session = await relay.mintSession();
+    const { path, data } = await randomFile();
+    proxy.inject(
+      putRule({ kind: "stall", ms: S3_IDLE_TIMEOUT_MS + 1_000, afterBytes: 64 * 1024 }, 1),
+    );
+    const from = proxy.requests.length;
+    const result = sent(await send(relay.url, session.token, path));
+    await expectServed(result, data);
+    const puts = proxy.requests.slice(from).filter((r) => r.method === "PUT");
+    expect(puts.map((r) => `${r.fault} ${r.status}`)).toEqual(["stall 400", "null 200"]);
+  });
+
+  it("a store GET cut mid-body never reaches a downloader as a complete file", async () => {
+    session = await relay.mintSession();
+    const { path, data } = await randomFile();
+    const result = sent(await send(relay.url, session.token, path));
+    proxy.inject({
+      method: "GET",
+      path: `/${s3.bucket}/blobs/`,
+      fault: { kind: "reset-response", afterBytes: 100_000 },
+      times: 1,
+    });
+    const from = proxy.requests.length;
+    let outcome: { status: number; length: number; sha256: string } | { error: string };
+    try {
+      const response = await fetch(result.url);
+      const body = Buffer.from(await response.arrayBuffer());
+      outcome = { status: response.status, length: body.length, sha256: sha256(body) };
+    } catch (error) {
+      outcome = { error: String((error as Error).cause ?? error) };
+    }
+    expect(faultsApplied(proxy, from)).toEqual(["GET reset-response 200"]);
+    // The relay had sent 200 and Content-Length before the store failed: the download must
+    // fail as a transfer (a short body against its Content-Length), never end as a whole file.
+    if ("status" in outcome && outcome.status === 200) {
+      expect(outcome).toEqual({ status: 200, length: data.length, sha256: sha256(data) });
+    }
+    expect(outcome).toEqual({ error: expect.stringMatching(/closed|terminated|reset/i) });
+    await expectServed(result, data);
+  });
+});
+
+describe("R2 backend: shim → fault proxy → relay (wrangler dev)", () => {
+  let relay: RunningRelay;
+  let proxy: FaultProxy;
+  let session: { sessionId: string; token: string };
+
+  beforeAll(async () => {
+    relay = await startRelay();
+    // The relay builds its upload and share URLs from the Host it is asked under: keeping the
+    // proxy's Host sends the relay-bound PUTs through the proxy too.
+    proxy = await startFaultProxy({ target: relay.url, host: "preserve" });
+  });
+  afterAll(async () => {
+    await proxy?.stop();
+    await relay?.stop();
+  });
+  afterEach(async () => {
+    expect(proxy.pendingFaults(), "every scripted fault was hit").toEqual([]);
+    proxy.clearFaults();
+    if (session) await expectNothingCorrupt(relay, session.sessionId);
+  });
+
+  it("503s on the API and on the relay-bound PUT are retried; byte-exact", async () => {
+    session = await relay.mintSession();
+    const { path, data } = await randomFile();
+    proxy.inject({
+      method: "POST",
+      path: /^\/v1\/uploads$/,
+      fault: { kind: "status", status: 503 },
+      times: 1,
+    });
+    proxy.inject({
+      method: "PUT",
+      path: "/v1/blob-uploads/",
+      fault: { kind: "status", status: 503 },
+      times: 2,
+    });
+    proxy.inject({
+      method: "POST",
+      path: /\/complete$/,
+      fault: { kind: "status", status: 503 },
+      times: 1,
+    });
+    const from = proxy.requests.length;
+    const result = sent(await send(proxy.url, session.token, path));
+    await expectServed(result, data);
+    const route = (path: string) => (path.startsWith("/d/") ? "d" : path.split("/")[2]);
+    const log = proxy.requests.slice(from).map((r) => `${r.method} ${route(r.path)} ${r.status}`);
+    expect(log).toEqual([
+      "POST uploads 503",
+      "POST uploads 200", // the dedup probe
+      "POST uploads 201",
+      "PUT blob-uploads 503",
+      "PUT blob-uploads 503",
+      "PUT blob-uploads 200",
+      "POST uploads 503", // complete
+      "POST uploads 201",
+      "GET d 200", // expectServed, through the proxy the share URL names
+    ]);
+  });
+
+  it("a relay-bound PUT reset mid-body is retried; byte-exact", async () => {
+    session = await relay.mintSession();
+    const { path, data } = await randomFile();
+    proxy.inject({
+      method: "PUT",
+      path: "/v1/blob-uploads/",
+      fault: { kind: "reset-request", afterBytes: 100_000 },
+      times: 1,
+    });
+    const from = proxy.requests.length;
+    const result = sent(await send(proxy.url, session.token, path));
+    await expectServed(result, data);
+    const puts = proxy.requests.slice(from).filter((r) => r.method === "PUT");
+    expect(puts.map((r) => `${r.fault} ${r.status}`)).toEqual(["reset-request 0", "null 200"]);
+  });
+
+  it("answers lost on the way back (declare, PUT, complete) are retried to one file", async () => {
+    session = await relay.mintSession();
+    const { path, data } = await randomFile();
+    const lost = { kind: "reset-response", afterBytes: 0 } as const;
+    proxy.inject({ method: "POST", path: /^\/v1\/uploads$/, fault: lost, times: 2 });
+    proxy.inject({ method: "PUT", path: "/v1/blob-uploads/", fault: lost, times: 1 });
+    proxy.inject({ method: "POST", path: /\/complete$/, fault: lost, times: 1 });
+    const result = sent(await send(proxy.url, session.token, path));
+    await expectServed(result, data);
+    const files = await listFiles(relay, session.sessionId);
+    expect(files.map((f) => f.fileId)).toEqual([result.fileId]);
+  });
+
+  it("a relay-bound PUT stalled mid-body for 2 s completes", async () => {
+    session = await relay.mintSession();
+    const { path, data } = await randomFile();
+    proxy.inject({
+      method: "PUT",
+      path: "/v1/blob-uploads/",
+      fault: { kind: "stall", ms: 2_000, afterBytes: 64 * 1024 },
+      times: 1,
+    });
+    const result = sent(await send(proxy.url, session.token, path));
+    await expectServed(result, data);
+  });
+
+  it("fifty sandboxes sending at once all end byte-exact", async () => {
+    const sandboxes = 50;
+    const sameContent = 5; // the last five send the same bytes: concurrent dedup
+    const shared = randomBytes(FILE_BYTES);
+    const sessions = await Promise.all(
+      Array.from({ length: sandboxes }, () => relay.mintSession()),
+    );
+    const files = await Promise.all(
+      sessions.map(async (_, i) => {
+        const data = i >= sandboxes - sameContent ? shared : randomBytes(FILE_BYTES);
+        const path = join(work, `sandbox-${i}.bin`);
+        await writeFile(path, data);
+        return { path, data };
+      }),
+    );
+    const started = Date.now();
+    const results = await Promise.all(
+      sessions.map((s, i) =>
+        runShim(["send", "--json", files[i]!.path], {
+          env: {
+            AIRLOCK_URL: relay.url,
+            AIRLOCK_TOKEN: s.token,
+            XDG_CACHE_HOME: join(work, `cache-${i}`),
+          },
+        }),
+      ),
+    );
+    const elapsed = Date.now() - started;
+    const failed = results.filter((r) => r.code !== 0).map((r) => r.stderr);
+    expect(failed).toEqual([]);
+    const records = results.map(sent);
+    await Promise.all(records.map((record, i) => expectServed(record, files[i]!.data)));
+    for (const s of sessions) {
+      const listed = await expectNothingCorrupt(relay, s.sessionId);
+      expect(listed.length).toBe(1);
+    }
+    const deduped = records.filter((r) => r.deduped).length;
+    console.log(`50 concurrent sends: ${elapsed} ms, ${deduped} deduped`);
+    expect(elapsed).toBeLessThan(30_000);
+  }, 60_000);
+});
