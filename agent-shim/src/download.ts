@@ -1,17 +1,27 @@
 import { createWriteStream } from "node:fs";
 import { rename, stat } from "node:fs/promises";
 import type { IncomingMessage } from "node:http";
-import { once } from "node:events";
-import { dirname, join } from "node:path";
+import { basename, dirname, join } from "node:path";
 import { pipeline } from "node:stream/promises";
 import type { RetryPolicy } from "./config.js";
 import { DigestStream } from "./digest.js";
-import { CliError, NetworkError, fsError } from "./errors.js";
-import { dispositionFileName, safeFileName } from "./file-names.js";
-import { readText, request, statusError } from "./http.js";
+import {
+  contentLength,
+  contentRange,
+  etagSha256,
+  expectedOf,
+  headHint,
+  refusal,
+  type Expected,
+} from "./download-headers.js";
+import { toStdout } from "./download-stdout.js";
+import { CliError, NetworkError, RetryableStatusError, fsError } from "./errors.js";
+import { safeFileName } from "./file-names.js";
+import { readText, request } from "./http.js";
+import { PartFile } from "./part-file.js";
 import { Progress } from "./progress.js";
 import { withRetry, type RetryTarget } from "./retry.js";
-import { keepTemp, releaseTemp, tempPath } from "./temp-files.js";
+import { isTemp, keepTemp } from "./temp-files.js";
 
 /** What to fetch, and what is known about it beforehand. */
 export interface DownloadSource {
@@ -43,61 +53,101 @@ export interface Downloaded {
   size: number;
 }
 
-/** The name a download gets when neither the caller nor the response gives one. */
-const UNNAMED = "download";
-
 /**
- * Streams a file's bytes to a temp file next to the destination, verifies their SHA-256 (the
- * ETag's, or the one known beforehand), then gives the temp file its name. Nothing is left behind
- * when the bytes do not match; bytes for stdout are verified after the fact.
+ * Streams a file's bytes to a part file next to the destination, verifies their SHA-256 (the
+ * ETag's, or the one known beforehand), then gives the part file its name. A retry after the
+ * connection fails mid-body asks for the rest with `Range` (and `If-Range`), and a part file left
+ * by a killed run is resumed the same way (see `PartFile`). Nothing is left behind when the
+ * download fails or the bytes do not match; bytes for stdout are verified after the fact.
  */
 export function download(
   source: DownloadSource,
   output: Output,
   policy: RetryPolicy,
 ): Promise<Downloaded> {
+  if (output.to !== "stdout") return toFile(source, output, policy);
   return withRetry(policy, source.target, async () => {
-    const { action } = source.target;
     const res = await request({ method: "GET", url: source.url, headers: source.headers });
-    const status = res.statusCode ?? 0;
-    if (status !== 200) {
-      throw statusError(res, await readText(res), `${source.target.service} refused ${action}`);
-    }
-    const etag = etagSha256(res);
-    const known = source.sha256?.toLowerCase();
-    if (etag && known && etag !== known) {
-      res.destroy();
-      throw new CliError(`the ${action} is corrupt: its ETag does not match the expected SHA-256`);
-    }
-    const sha256 = etag ?? known;
-    if (!sha256) {
-      res.destroy();
-      throw new CliError(`${source.target.service} sent no ETag to verify the ${action} against`);
-    }
-    const name = source.name ?? dispositionFileName(res.headers) ?? UNNAMED;
-    const length = res.headers["content-length"];
-    const against = etag ? "the ETag" : "the expected SHA-256";
-    const digest = new DigestStream({
-      bytes: length === undefined ? undefined : Number(length),
-      sha256,
-      mismatch: () =>
-        new CliError(`the ${action} is corrupt: its SHA-256 does not match ${against}`),
-    });
-    if (output.to === "stdout") return toStdout(res, digest, name);
-    if (output.to === "path") {
-      const { path } = output;
-      const size = await toFile(res, digest, path, name, (temp) => rename(temp, path));
-      return { path, name, size };
-    }
-    const fileName = safeFileName(name, "file");
-    const { dir, numbered } = output;
-    if (!numbered) await refuseExisting(join(dir, fileName)); // Before the bytes, not after.
-    let path = join(dir, fileName);
-    const size = await toFile(res, digest, path, fileName, async (temp) => {
-      path = await keepTemp(temp, dir, fileName, numbered);
-    });
-    return { path, name, size };
+    if (res.statusCode !== 200) throw await refusal(res, source);
+    const { sha256, against, name } = expectedOf(res, source, {});
+    const digest = new DigestStream({ bytes: contentLength(res), sha256, mismatch: against });
+    return toStdout(res, digest, name);
   });
+}
+
+async function toFile(
+  source: DownloadSource,
+  output: Exclude<Output, { to: "stdout" }>,
+  policy: RetryPolicy,
+): Promise<Downloaded> {
+  // Into a temp file of the caller's (to extract it), the download cannot be resumed by a new run.
+  const resumable = output.to === "dir" || !isTemp(output.path);
+  const ask = resumable && source.sha256 === undefined;
+  const hint = ask ? await headHint(source.url, source.headers) : {};
+  const early = source.name ?? hint.name;
+  let partName: string | undefined;
+  if (output.to === "path") partName = resumable ? basename(output.path) : undefined;
+  else if (early !== undefined) partName = safeFileName(early, "file");
+  if (output.to === "dir" && !output.numbered && partName !== undefined) {
+    await refuseExisting(join(output.dir, partName)); // Before the bytes, not after.
+  }
+  const dir = output.to === "dir" ? output.dir : dirname(output.path);
+  let sha256 = source.sha256?.toLowerCase() ?? hint.sha256;
+  const part = await PartFile.open(dir, partName, sha256);
+  let placed = false;
+  try {
+    const done = await withRetry(policy, source.target, async () => {
+      await part.sync();
+      const res = await resume(source, part, sha256);
+      const expected = expectedOf(res, source, hint);
+      sha256 = expected.sha256;
+      const range = res.statusCode === 206 ? contentRange(res) : undefined;
+      const total = range ? range.total : contentLength(res);
+      const { name } = expected;
+      const path = output.to === "path" ? output.path : join(dir, safeFileName(name, "file"));
+      if (output.to === "dir" && !output.numbered) await refuseExisting(path);
+      await receive(res, part, total, path, output.to === "path" ? name : basename(path), expected);
+      return { name, path };
+    });
+    const path = await place(part.path, done.path, output);
+    placed = true;
+    return { path, name: done.name, size: part.bytes };
+  } finally {
+    await (placed ? part.unlock() : part.remove());
+  }
+}
+
+/**
+ * GETs the bytes after those in `part` (all of them when it is empty). A 206 that does not carry
+ * on from them is refused (and the part emptied) for a retry; a 200 or a 416 starts over.
+ */
+async function resume(
+  source: DownloadSource,
+  part: PartFile,
+  sha256: string | undefined,
+): Promise<IncomingMessage> {
+  const headers = { ...source.headers };
+  if (part.bytes > 0) {
+    headers.range = `bytes=${part.bytes}-`;
+    if (sha256 !== undefined) headers["if-range"] = `"${sha256}"`;
+  }
+  let res = await request({ method: "GET", url: source.url, headers });
+  if (res.statusCode === 416 && part.bytes > 0) {
+    await readText(res); // Longer than the file: the part is not this file's start.
+    await part.reset();
+    res = await request({ method: "GET", url: source.url, headers: source.headers });
+  }
+  if (res.statusCode === 206 && part.bytes > 0) {
+    const etag = etagSha256(res);
+    const continues = contentRange(res)?.first === part.bytes;
+    if (continues && (etag === undefined || etag === sha256)) return res;
+    res.destroy();
+    await part.reset();
+    throw new RetryableStatusError(206, "the relay resumed the download at the wrong place", 0);
+  }
+  if (res.statusCode !== 200) throw await refusal(res, source);
+  if (part.bytes > 0) await part.reset(); // The range was ignored: the whole file follows.
+  return res;
 }
 
 async function refuseExisting(path: string): Promise<void> {
@@ -107,63 +157,45 @@ async function refuseExisting(path: string): Promise<void> {
 }
 
 /**
- * Streams the verified bytes to a temp file next to `path` (where they are headed, for messages),
- * under a progress bar named `label`, then has `place` give the temp file its name.
+ * Appends the response's bytes to `part` (for `path`, named `label` on the progress bar), then
+ * checks that the whole file is `total` bytes with the expected SHA-256.
  */
-async function toFile(
+async function receive(
   res: IncomingMessage,
-  digest: DigestStream,
+  part: PartFile,
+  total: number | undefined,
   path: string,
   label: string,
-  place: (temp: string) => Promise<void>,
-): Promise<number> {
-  const temp = tempPath(dirname(path), ".airlock-", ".part");
-  const progress = new Progress(label, Number(res.headers["content-length"] ?? 0));
+  expected: Expected,
+): Promise<void> {
+  const progress = new Progress(label, contentLength(res) ?? 0);
   try {
-    const out = createWriteStream(temp, { flags: "wx" });
-    await pipeline(res, digest, progress.meter(), out).catch((err: unknown) => {
-      // A file-system error names its path; anything else not ours is the connection failing.
-      if (err instanceof CliError) throw err;
-      throw hasPath(err) ? fsError("write", path, err) : new NetworkError(err);
-    });
-    await place(temp).catch((err: unknown) => {
-      throw err instanceof CliError ? err : fsError("write", path, err);
-    });
-    return digest.bytes;
+    const out = createWriteStream(part.path, { flags: "a" });
+    await pipeline(res, part.meter(total, expected.against), progress.meter(), out).catch(
+      (err: unknown) => {
+        // A file-system error names its path; anything else not ours is the connection failing.
+        if (err instanceof CliError) throw err;
+        throw hasPath(err) ? fsError("write", path, err) : new NetworkError(err);
+      },
+    );
   } finally {
     progress.finish();
-    await releaseTemp(temp); // A no-op once it has its name.
   }
+  const complete = total === undefined || part.bytes === total;
+  if (!complete || part.sha256() !== expected.sha256) throw expected.against();
 }
 
-async function toStdout(
-  res: IncomingMessage,
-  digest: DigestStream,
-  name: string,
-): Promise<Downloaded> {
-  let written = false;
-  await pipeline(res, digest, async (chunks: AsyncIterable<Buffer>) => {
-    for await (const chunk of chunks) {
-      written = true;
-      if (!process.stdout.write(chunk)) await once(process.stdout, "drain");
-    }
-  }).catch((err: unknown) => {
-    if (err instanceof CliError) throw err;
-    const lost = new NetworkError(err);
-    // Bytes already on stdout cannot be taken back, so a retry would duplicate them.
-    if (written) {
-      throw new CliError(`connection lost while writing ${name} to stdout: ${lost.message}`);
-    }
-    throw lost;
-  });
-  return { path: "-", name, size: digest.bytes };
+/** Gives the verified part file its name; returns the path it went to. */
+async function place(temp: string, path: string, output: Output): Promise<string> {
+  try {
+    if (output.to !== "dir") await rename(temp, path);
+    else return await keepTemp(temp, output.dir, basename(path), output.numbered);
+    return path;
+  } catch (err) {
+    throw err instanceof CliError ? err : fsError("write", path, err);
+  }
 }
 
 function hasPath(err: unknown): boolean {
   return typeof err === "object" && err !== null && "path" in err;
-}
-
-function etagSha256(res: IncomingMessage): string | undefined {
-  const match = /^(?:W\/)?"([0-9a-f]{64})"$/i.exec(res.headers.etag ?? "");
-  return match?.[1]?.toLowerCase();
 }

@@ -20,6 +20,11 @@ export function tempPath(dir: string, prefix: string, suffix: string): string {
   return path;
 }
 
+/** Whether `path` is a temp path this process made (and has not removed or kept). */
+export function isTemp(path: string): boolean {
+  return live.has(path);
+}
+
 /** Removes a temp file or directory (if it exists) and forgets it. */
 export async function releaseTemp(path: string): Promise<void> {
   live.delete(path);
