@@ -110,11 +110,19 @@ async function takeLock(path: string): Promise<boolean> {
     } catch (err) {
       if (errorCode(err) !== "EEXIST") return false;
       const pid = Number(await readFile(path, "utf8").catch(() => ""));
+      // An empty lock may be one another run has created but not yet written its pid into.
+      if (!(pid > 0) && !(await isOld(path))) return false;
       if (isAlive(pid)) return false;
       await rm(path, { force: true }).catch(() => undefined);
     }
   }
   return false;
+}
+
+/** A lock file left long enough that no run can still be about to write into it. */
+async function isOld(path: string): Promise<boolean> {
+  const info = await stat(path).catch(() => undefined);
+  return info === undefined || Date.now() - info.mtimeMs > 60_000;
 }
 
 function isAlive(pid: number): boolean {
