@@ -17,6 +17,11 @@ export interface Config {
   linkTtlSeconds: number;
   uploadUrlTtlSeconds: number;
   maxFileBytes: number;
+  /**
+   * Largest upload a store the relay fronts (R2) can take in one request: Workers cap request
+   * bodies by plan (100 MB on Free and Pro). Unset means no cap (local development).
+   */
+  relayUploadMaxBytes?: number;
   /** Default and ceiling for a session's lifetime. */
   sessionTtlSeconds: number;
   maxSessionTtlSeconds: number;
@@ -54,6 +59,9 @@ export function readConfig(env: Bindings): Config {
     linkTtlSeconds: positiveInt(env, "LINK_TTL_SECONDS", DAY),
     uploadUrlTtlSeconds: positiveInt(env, "UPLOAD_URL_TTL_SECONDS", 3600),
     maxFileBytes: positiveInt(env, "MAX_FILE_BYTES", 5 * GiB),
+    relayUploadMaxBytes: env.RELAY_UPLOAD_MAX_BYTES
+      ? positiveInt(env, "RELAY_UPLOAD_MAX_BYTES", 0)
+      : undefined,
     sessionTtlSeconds: positiveInt(env, "SESSION_TTL_SECONDS", DAY),
     maxSessionTtlSeconds: 30 * DAY,
     sessionQuotaBytes: positiveInt(env, "SESSION_QUOTA_BYTES", 50 * GiB),

@@ -107,6 +107,14 @@ export async function declareUpload(
   if (body.encoding === "gzip" && body.storedSize > maxGzipSize(body.size)) {
     throw new AppError("invalid_request", "storedSize is larger than gzip can make this file");
   }
+  const relayLimit = deps.store.receiveUpload ? config.relayUploadMaxBytes : undefined;
+  if (relayLimit !== undefined && body.storedSize > relayLimit) {
+    throw new AppError(
+      "file_too_large",
+      `${body.storedSize} bytes to upload is over the ${relayLimit}-byte limit of one request ` +
+        "through this relay (RELAY_UPLOAD_MAX_BYTES); the s3 backend takes larger files",
+    );
+  }
 
   const upload = {
     id: newId("upl"),

@@ -86,6 +86,29 @@ describe("POST /v1/uploads refuses bad input before any byte moves", () => {
     expect(await listStored()).toEqual(before);
   });
 
+  it("returns 413 over RELAY_UPLOAD_MAX_BYTES on a store the relay fronts, before any byte moves", async () => {
+    const capped = new RelayClient({ ...env, RELAY_UPLOAD_MAX_BYTES: "1000" });
+    const { token } = await capped.mintSession();
+    const over = {
+      ...valid,
+      size: 1001,
+      encoding: "identity",
+      storedSize: 1001,
+      storedSha256: sha,
+    };
+    const refused = await errorOf(await capped.call("POST", "/v1/uploads", { token, json: over }));
+    expect(refused).toMatchObject({ status: 413, code: "file_too_large" });
+    expect(refused.message).toContain("RELAY_UPLOAD_MAX_BYTES");
+    const under = {
+      ...valid,
+      size: 1000,
+      encoding: "identity",
+      storedSize: 1000,
+      storedSha256: sha,
+    };
+    expect((await capped.call("POST", "/v1/uploads", { token, json: under })).status).toBe(201);
+  });
+
   it("returns 401 for a request without a token", async () => {
     expect(await errorOf(await client.call("POST", "/v1/uploads", { json: valid }))).toMatchObject({
       status: 401,
