@@ -14,16 +14,17 @@ import { sessions } from "./routes/sessions";
 import { share } from "./routes/share";
 import { shim } from "./routes/shim";
 import { uploads } from "./routes/uploads";
-import { createBlobStore } from "./storage";
+import { createBlobStore, type BlobStore } from "./storage";
 
 interface Setup {
   config: Config;
   platforms: Platforms;
+  store: BlobStore;
 }
 
 const setups = new WeakMap<Bindings, Setup>();
 
-/** Config and platform clients, made once per environment rather than per request. */
+/** Config, store and platform clients, made once per environment rather than per request. */
 export function setupFor(env: Bindings): Setup {
   let setup = setups.get(env);
   if (!setup) {
@@ -33,7 +34,7 @@ export function setupFor(env: Bindings): Setup {
     } catch (error) {
       throw new AppError("misconfigured", `relay is misconfigured: ${(error as Error).message}`);
     }
-    setup = { config, platforms: createPlatforms(config) };
+    setup = { config, platforms: createPlatforms(config), store: createBlobStore(config, env) };
     setups.set(env, setup);
   }
   return setup;
@@ -43,13 +44,13 @@ export function setupFor(env: Bindings): Setup {
 export const app = new Hono<AppEnv>()
   .get("/healthz", (c) => c.json({ ok: true }))
   .use(async (c, next) => {
-    const { config, platforms } = setupFor(c.env);
+    const { config, platforms, store } = setupFor(c.env);
     const ctx = c.executionCtx;
     c.set("deps", {
       config,
       platforms,
       db: c.env.DB,
-      store: createBlobStore(config, c.env),
+      store,
       now: Date.now,
       waitUntil: (work) => ctx.waitUntil(work),
     });

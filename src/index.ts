@@ -2,7 +2,6 @@ import { app, setupFor } from "./app";
 import type { Bindings } from "./env";
 import { logEvent } from "./log";
 import { sweep } from "./services/sweep";
-import { createBlobStore } from "./storage";
 
 /**
  * The Worker: `fetch` is the relay; `scheduled` is the hourly sweep (the Cron Trigger in
@@ -11,11 +10,11 @@ import { createBlobStore } from "./storage";
 export default {
   fetch: app.fetch,
   async scheduled(controller, env, ctx) {
-    const { config } = setupFor(env);
+    const { store } = setupFor(env);
     const started = Date.now();
     const work = sweep({
       db: env.DB,
-      store: createBlobStore(config, env),
+      store,
       now: () => controller.scheduledTime,
     }).then((result) =>
       logEvent("sweep", { cron: controller.cron, ...result, durationMs: Date.now() - started }),

@@ -15,12 +15,18 @@ export const MIN_GZIP_BYTES = 1024;
 /** gzip must shrink the sample by at least this fraction to be worth a second pass. */
 export const MIN_GZIP_SAVING = 0.1;
 
-/** What one streaming pass over a file learns. */
-export interface Inspection extends Sniffed {
-  size: number;
-  sha256: string;
+/** The start of a file, what it looks like, and the size and mtime it had then. */
+export interface Sample extends Sniffed {
   /** The first `SAMPLE_BYTES` (or fewer) bytes. */
   sample: Buffer;
+  size: number;
+  mtimeMs: number;
+}
+
+/** What a full pass over a file learns. */
+export interface Hashed {
+  size: number;
+  sha256: string;
 }
 
 /** The bytes to upload: the file itself (identity) or a gzipped temp copy. */
@@ -34,9 +40,7 @@ export interface StoredBytes {
 }
 
 /** The start of a file, to sniff its type and try gzip on before any full pass. */
-export async function readSample(
-  path: string,
-): Promise<{ sample: Buffer; size: number; mtimeMs: number }> {
+export async function readSample(path: string): Promise<Sample> {
   const handle = await open(path, "r").catch((err: unknown) => {
     throw fsError("read", path, err);
   });
@@ -44,7 +48,8 @@ export async function readSample(
     const { size, mtimeMs } = await handle.stat();
     const buffer = Buffer.alloc(Math.min(SAMPLE_BYTES, size));
     const { bytesRead } = await handle.read(buffer, 0, buffer.length, 0);
-    return { sample: buffer.subarray(0, bytesRead), size, mtimeMs };
+    const sample = buffer.subarray(0, bytesRead);
+    return { sample, size, mtimeMs, ...sniff(sample, size > sample.length) };
   } catch (err) {
     throw fsError("read", path, err);
   } finally {
@@ -52,39 +57,27 @@ export async function readSample(
   }
 }
 
-/** Pass 1: SHA-256 and size of the whole file, keeping only a sample, in flat memory. */
-export async function inspect(path: string): Promise<Inspection> {
+/** Pass 1: SHA-256 and size of the whole file, in flat memory. */
+export async function hashFile(path: string): Promise<Hashed> {
   const digest = new DigestStream();
-  const kept: Buffer[] = [];
-  let keptBytes = 0;
   await readingFile(path, (input) =>
     pipeline(input, digest, async (chunks: AsyncIterable<Buffer>) => {
-      for await (const chunk of chunks) {
-        if (keptBytes >= SAMPLE_BYTES) continue;
-        const part = chunk.subarray(0, SAMPLE_BYTES - keptBytes);
-        kept.push(part);
-        keptBytes += part.length;
-      }
+      // Drained: the digest is all this pass wants.
+      for await (const chunk of chunks) void chunk;
     }),
   );
-  const sample = Buffer.concat(kept);
-  return {
-    size: digest.bytes,
-    sha256: digest.hex(),
-    sample,
-    ...sniff(sample, digest.bytes > sample.length),
-  };
+  return { size: digest.bytes, sha256: digest.hex() };
 }
 
 /** gzip only where it pays: big enough, not compressed already, and the sample shrinks enough. */
-export function gzipPays(size: number, sample: Buffer, level: number): boolean {
-  if (size < MIN_GZIP_BYTES || sniff(sample, size > sample.length).compressed) return false;
+export function gzipPays({ size, sample, compressed }: Sample, level: number): boolean {
+  if (size < MIN_GZIP_BYTES || compressed) return false;
   const gzipped = gzipSync(sample, { level }).length;
   return gzipped <= sample.length * (1 - MIN_GZIP_SAVING);
 }
 
 /** The identity encoding: upload the file as it is. */
-export function identity(path: string, file: Inspection): StoredBytes {
+export function identity(path: string, file: Hashed): StoredBytes {
   return {
     encoding: "identity",
     path,

@@ -121,11 +121,24 @@ export function insertFileOfUploadStatement(
 
 /** A file that was not deleted (it may have expired: callers check `expiresAt`), or null. */
 export async function findFile(db: D1Database, id: string): Promise<FileRow | null> {
-  const row = await db
-    .prepare("SELECT * FROM files WHERE id = ? AND deleted_at IS NULL")
-    .bind(id)
-    .first<FileDbRow>();
-  return row ? toFile(row) : null;
+  const file = await findFileIncludingDeleted(db, id);
+  return file?.deletedAt == null ? file : null;
+}
+
+/** The files of `ids` that were not deleted, by id (D1 binds at most 100 values per query). */
+export async function findFiles(db: D1Database, ids: string[]): Promise<Map<string, FileRow>> {
+  const found = new Map<string, FileRow>();
+  for (let start = 0; start < ids.length; start += 100) {
+    const chunk = ids.slice(start, start + 100);
+    const { results } = await db
+      .prepare(
+        `SELECT * FROM files WHERE id IN (${chunk.map(() => "?").join(", ")}) AND deleted_at IS NULL`,
+      )
+      .bind(...chunk)
+      .all<FileDbRow>();
+    for (const row of results) found.set(row.id, toFile(row));
+  }
+  return found;
 }
 
 /** Live files, newest first; all sessions when `sessionId` is null. */
@@ -153,13 +166,6 @@ export async function listFiles(
 
 export async function markFileVerified(db: D1Database, id: string): Promise<void> {
   await db.prepare("UPDATE files SET verified = 1 WHERE id = ?").bind(id).run();
-}
-
-export async function markFileDeleted(db: D1Database, id: string, now: number): Promise<void> {
-  await db
-    .prepare("UPDATE files SET deleted_at = COALESCE(deleted_at, ?) WHERE id = ?")
-    .bind(now, id)
-    .run();
 }
 
 /**

@@ -40,13 +40,9 @@ export async function fileResponse(
     "content-security-policy": "default-src 'none'; sandbox",
     "last-modified": new Date(file.createdAt).toUTCString(),
   });
-  if (matchesEtag(request.headers.get("if-none-match"), etag))
-    return new Response(null, { status: 304, headers });
+  if (etagMatches(request, file)) return new Response(null, { status: 304, headers });
 
-  const ifRange = request.headers.get("if-range");
-  const rangeHeader =
-    ifRange === null || ifRange === etag ? (request.headers.get("range") ?? undefined) : undefined;
-  const range = parseRange(rangeHeader, file.size);
+  const range = requestedRange(request, file);
   if (range === "unsatisfiable") {
     headers.set("content-range", `bytes */${file.size}`);
     const error = new AppError("range_not_satisfiable");
@@ -72,10 +68,20 @@ export async function fileResponse(
   return new Response(body ? withKnownLength(body, length) : null, { status, headers });
 }
 
-function matchesEtag(header: string | null, etag: string): boolean {
+/** Whether `If-None-Match` names the file's ETag (or `*`): the client already has it. */
+export function etagMatches(request: Request, file: FileRow): boolean {
+  const header = request.headers.get("if-none-match");
   if (!header) return false;
+  const etag = `"${file.sha256}"`;
   return (
     header.trim() === "*" ||
     header.split(",").some((tag) => tag.trim().replace(/^W\//, "") === etag)
   );
+}
+
+/** The `Range` a request asks for, unless an `If-Range` names another version (RFC 9110 §13.1.5). */
+export function requestedRange(request: Request, file: FileRow): ReturnType<typeof parseRange> {
+  const ifRange = request.headers.get("if-range");
+  if (ifRange !== null && ifRange !== `"${file.sha256}"`) return undefined;
+  return parseRange(request.headers.get("range") ?? undefined, file.size);
 }

@@ -1,10 +1,9 @@
-import { fileTypeFromBuffer } from "file-type/core";
+import { sniffMime } from "../services/magic-bytes";
+
+export { SNIFF_BYTES } from "../services/magic-bytes";
 
 /** The media kinds platforms upload differently. */
 export type MediaKind = "photo" | "video" | "audio" | "document";
-
-/** Bytes file-type needs to recognise every format it knows. */
-export const SNIFF_BYTES = 4100;
 
 /** Photos the chat apps render inline; other images go as documents. */
 const PHOTO_TYPES = new Set(["image/jpeg", "image/png", "image/gif", "image/webp"]);
@@ -17,8 +16,7 @@ const VIDEO_TYPES = new Set(["video/mp4", "video/quicktime", "video/webm"]);
 export async function sniffMediaKind(
   head: Uint8Array,
 ): Promise<{ mime: string | null; kind: MediaKind }> {
-  const type = await fileTypeFromBuffer(head);
-  const mime = type?.mime ?? null;
+  const mime = await sniffMime(head);
   if (mime && PHOTO_TYPES.has(mime)) return { mime, kind: "photo" };
   if (mime && VIDEO_TYPES.has(mime)) return { mime, kind: "video" };
   if (mime?.startsWith("audio/")) return { mime, kind: "audio" };

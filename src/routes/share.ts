@@ -4,8 +4,7 @@ import { verifyShareToken } from "../auth/share-link";
 import { findFileIncludingDeleted, type FileRow } from "../db/files";
 import { countDownload, findLink } from "../db/links";
 import { AppError } from "../errors";
-import { fileResponse } from "../http/file-response";
-import { parseRange } from "../http/range";
+import { etagMatches, fileResponse, requestedRange } from "../http/file-response";
 import { acceptsHtml, inlineMime, shareErrorPage, sharePage, wantsPage } from "../http/share-page";
 
 /**
@@ -67,7 +66,7 @@ export const share = new Hono<AppEnv>().get("/:token", async (c) => {
 function isCountedDownload(request: Request, file: FileRow): boolean {
   if (request.method !== "GET") return false;
   if (etagMatches(request, file)) return false;
-  const range = effectiveRange(request, file);
+  const range = requestedRange(request, file);
   if (range === "unsatisfiable") return false;
   return range === undefined || range.offset === 0;
 }
@@ -77,22 +76,6 @@ function isCountedDownload(request: Request, file: FileRow): boolean {
  * expires), so an interrupted last download can resume.
  */
 function isContinuation(request: Request, file: FileRow): boolean {
-  const range = effectiveRange(request, file);
+  const range = requestedRange(request, file);
   return range !== undefined && range !== "unsatisfiable" && range.offset > 0;
-}
-
-function effectiveRange(request: Request, file: FileRow) {
-  const ifRange = request.headers.get("if-range");
-  if (ifRange !== null && ifRange !== `"${file.sha256}"`) return undefined;
-  return parseRange(request.headers.get("range") ?? undefined, file.size);
-}
-
-function etagMatches(request: Request, file: FileRow): boolean {
-  const header = request.headers.get("if-none-match");
-  if (!header) return false;
-  const etag = `"${file.sha256}"`;
-  return (
-    header.trim() === "*" ||
-    header.split(",").some((tag) => tag.trim().replace(/^W\//, "") === etag)
-  );
 }

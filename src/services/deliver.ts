@@ -14,7 +14,7 @@ import { planDelivery } from "../platforms/tiers";
 import type { DeliveryRecord } from "../wire-types";
 import { humanSize } from "./human-size";
 import { toFileRecord } from "./file-record";
-import { openOriginal } from "./original-bytes";
+import { openOriginal, readHead } from "./original-bytes";
 import { destination } from "./validation";
 
 export const deliverBody = z
@@ -60,7 +60,7 @@ export async function deliverFile(
   if (!platform)
     throw new AppError("platform_not_configured", `${to.platform} is not configured on this relay`);
 
-  const head = file.size === 0 ? new Uint8Array(0) : await readHead(deps, file);
+  const head = await readHead(deps.store, file, SNIFF_BYTES);
   const sniffed = await sniffMediaKind(head);
   const plan = planDelivery(deps.config.tiers, to.platform, sniffed.kind, file.size);
   const claim = await claimDelivery(deps.db, {
@@ -166,10 +166,4 @@ export function linkMessage(
   const expiry = `${expiresAt.slice(0, 16).replace("T", " ")} UTC`;
   const lines = [`📎 ${name} (${humanSize(size)})`, url, `Link expires ${expiry}.`];
   return caption ? [caption, ...lines].join("\n") : lines.join("\n");
-}
-
-async function readHead(deps: Deps, blob: Parameters<typeof openOriginal>[1]): Promise<Uint8Array> {
-  const length = Math.min(SNIFF_BYTES, blob.size);
-  const stream = await openOriginal(deps.store, blob, { offset: 0, length });
-  return stream ? new Uint8Array(await new Response(stream).arrayBuffer()) : new Uint8Array(0);
 }

@@ -7,7 +7,7 @@ import {
   startFetchAttempt,
   type InboxItem,
 } from "../db/inbox";
-import { findFile } from "../db/files";
+import { findFile, findFiles, type FileRow } from "../db/files";
 import { findSessionForDestination } from "../db/sessions";
 import type { Deps } from "../deps";
 import { logEvent } from "../log";
@@ -139,28 +139,35 @@ export async function listReadyInbox(
   sessionId: string,
   origin: string,
 ): Promise<InboxRecord[]> {
-  const waiting = await listInbox(deps.db, sessionId, ["fetching", "failed"]);
-  for (const item of waiting) {
+  const open = await listInbox(deps.db, sessionId, ["fetching", "failed", "ready"]);
+  for (const item of open) {
     const stale = item.status === "fetching" && deps.now() - item.createdAt > STALE_FETCH_MS;
     if ((item.status === "failed" || stale) && item.attempts < MAX_FETCH_ATTEMPTS) {
       deps.waitUntil(fetchIntoInbox(deps, item.id, 1));
     }
   }
-  const ready = await listInbox(deps.db, sessionId, ["ready"]);
+  const ready = open.filter((item) => item.status === "ready");
+  // One query for all the files, not one per item.
+  const files = await findFiles(
+    deps.db,
+    ready.flatMap((item) => (item.fileId ? [item.fileId] : [])),
+  );
   const records: InboxRecord[] = [];
   for (const item of ready) {
-    const record = await toInboxRecord(deps, item, origin);
+    const record = await toInboxRecord(deps, item, origin, files.get(item.fileId ?? ""));
     if (record) records.push(record);
   }
   return records;
 }
 
+/** The API form of a ready item; `file` when the caller has already read it. */
 export async function toInboxRecord(
   deps: Deps,
   item: InboxItem,
   origin: string,
+  known?: FileRow,
 ): Promise<InboxRecord | null> {
-  const file = item.fileId ? await findFile(deps.db, item.fileId) : null;
+  const file = known ?? (item.fileId ? await findFile(deps.db, item.fileId) : null);
   if (!file || file.expiresAt <= deps.now()) return null;
   return {
     itemId: item.id,

@@ -57,3 +57,30 @@ function sliceStream({ offset, length }: ByteRange): TransformStream<Uint8Array,
     },
   });
 }
+
+/** The first `limit` original bytes of a file (fewer when it is shorter). */
+export async function readHead(
+  store: BlobStore,
+  blob: StoredForm,
+  limit: number,
+): Promise<Uint8Array> {
+  const length = Math.min(limit, blob.size);
+  if (length === 0) return new Uint8Array(0);
+  const body = await openOriginal(store, blob, { offset: 0, length });
+  if (!body) return new Uint8Array(0);
+  const head = new Uint8Array(length);
+  let filled = 0;
+  const reader = body.getReader();
+  try {
+    while (filled < length) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      const take = Math.min(value.byteLength, length - filled);
+      head.set(value.subarray(0, take), filled);
+      filled += take;
+    }
+  } finally {
+    await reader.cancel().catch(() => {});
+  }
+  return head.subarray(0, filled);
+}

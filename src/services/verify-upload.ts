@@ -1,5 +1,5 @@
 import { upsertBlob } from "../db/blobs";
-import { markFileDeleted, markFileVerified, type FileRow } from "../db/files";
+import { deleteFile, markFileVerified, type FileRow } from "../db/files";
 import type { Upload } from "../db/uploads";
 import type { Deps } from "../deps";
 import { logEvent } from "../log";
@@ -28,7 +28,7 @@ export async function verifyGzipUpload(
     });
     return true;
   }
-  await markFileDeleted(deps.db, file.id, deps.now());
+  await deleteFile(deps.db, file.id, deps.now());
   await rejectUpload(deps, upload);
   logEvent(
     "upload_content_mismatch",

@@ -11,7 +11,7 @@ import {
   gzipPays,
   gzipToTemp,
   identity,
-  inspect,
+  hashFile,
   readSample,
   changedWhileSending,
   type StoredBytes,
@@ -176,16 +176,17 @@ async function sendFile(
   // gzip (where it pays) starts alongside the hash pass, on the other core: its output is
   // ready sooner than after a pass of its own. A file sent before is probably a dedup hit,
   // so for one of those gzip waits for the relay's answer rather than compete with the hash.
-  const { sample, size, mtimeMs } = await readSample(path);
+  const head = await readSample(path);
+  const { size, mtimeMs } = head;
   const abandon = new AbortController();
-  const pays = gzipPays(size, sample, level);
+  const pays = gzipPays(head, level);
   const startGzip = () => gzipToTemp(path, level, abandon.signal);
   let gzipping = pays && !sent.has(path, size, mtimeMs) ? startGzip() : null;
   gzipping?.catch(() => {}); // a failure is reported where it is awaited, not as unhandled
   let stored: StoredBytes | undefined;
   try {
-    const file = await inspect(path);
-    const original = { name, size: file.size, sha256: file.sha256, contentType: file.contentType };
+    const file = await hashFile(path);
+    const original = { name, size: file.size, sha256: file.sha256, contentType: head.contentType };
     const probe = await relay.declareUpload(original);
     sent.record(path, { size, mtimeMs, sha256: file.sha256 });
     if (probe.status === "deduped") return result(probe.file, true, 0);

@@ -1,3 +1,5 @@
+import { bytesToBase64 } from "../../encoding";
+
 /** Escapes text for HTML element content and double-quoted attribute values. */
 export function escapeHtml(text: string): string {
   return text.replace(/[&<>"']/g, (c) => ESCAPES[c]!);
@@ -43,7 +45,7 @@ let styleHash: Promise<string> | undefined;
 function styleSource(): Promise<string> {
   styleHash ??= crypto.subtle
     .digest("SHA-256", new TextEncoder().encode(CSS))
-    .then((digest) => `'sha256-${btoa(String.fromCharCode(...new Uint8Array(digest)))}'`);
+    .then((digest) => `'sha256-${bytesToBase64(new Uint8Array(digest))}'`);
   return styleHash;
 }
 

@@ -1,13 +1,10 @@
-import { fileTypeFromBuffer } from "file-type/core";
 import type { FileRow } from "../../db/files";
 import type { BlobStore } from "../../storage";
-import { openOriginal } from "../../services/original-bytes";
+import { SNIFF_BYTES, sniffMime } from "../../services/magic-bytes";
+import { readHead } from "../../services/original-bytes";
 
 /** How much of a file the page reads to choose and render its preview. */
 export const PREVIEW_BYTES = 64 * 1024;
-
-/** Bytes file-type needs to recognise every format it knows. */
-const SNIFF_BYTES = 4100;
 
 /** Raster formats browsers decode as images and never run: the only images shown inline. */
 const RASTER_IMAGES = new Set(["image/png", "image/apng", "image/jpeg", "image/gif", "image/webp"]);
@@ -27,7 +24,7 @@ export type SniffedKind = InlineKind | { kind: "archive"; gzip: boolean } | { ki
  * uploader chose: a "photo.png" that is really HTML is never served inline.
  */
 export async function sniffKind(head: Uint8Array): Promise<SniffedKind> {
-  const mime = (await fileTypeFromBuffer(head.subarray(0, SNIFF_BYTES)))?.mime;
+  const mime = await sniffMime(head);
   if (!mime) return { kind: "other" };
   if (RASTER_IMAGES.has(mime)) return { kind: "image", mime };
   if (mime === "application/pdf") return { kind: "pdf", mime };
@@ -47,31 +44,4 @@ export async function inlineMime(store: BlobStore, file: FileRow): Promise<strin
     sniffed.kind === "audio"
     ? sniffed.mime
     : null;
-}
-
-/** The first `limit` original bytes of a file (fewer when it is shorter). */
-export async function readHead(
-  store: BlobStore,
-  file: FileRow,
-  limit: number,
-): Promise<Uint8Array> {
-  const length = Math.min(limit, file.size);
-  if (length === 0) return new Uint8Array(0);
-  const body = await openOriginal(store, file, { offset: 0, length });
-  if (!body) return new Uint8Array(0);
-  const head = new Uint8Array(length);
-  let filled = 0;
-  const reader = body.getReader();
-  try {
-    while (filled < length) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      const take = Math.min(value.byteLength, length - filled);
-      head.set(value.subarray(0, take), filled);
-      filled += take;
-    }
-  } finally {
-    await reader.cancel().catch(() => {});
-  }
-  return head.subarray(0, filled);
 }

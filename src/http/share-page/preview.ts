@@ -1,7 +1,7 @@
 import type { FileRow } from "../../db/files";
-import { openOriginal } from "../../services/original-bytes";
+import { openOriginal, readHead } from "../../services/original-bytes";
 import type { BlobStore } from "../../storage";
-import { PREVIEW_BYTES, readHead, sniffKind, type InlineKind } from "./preview-kind";
+import { PREVIEW_BYTES, sniffKind, type InlineKind } from "./preview-kind";
 import { listTar, type TarListing } from "./tar-listing";
 import { isActiveContent, textSample, type TextSample } from "./text-sample";
 
