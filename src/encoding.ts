@@ -30,3 +30,7 @@ export function base64UrlToBytes(text: string): Uint8Array {
 export function hexToBase64(hex: string): string {
   return bytesToBase64(hexToBytes(hex));
 }
+
+export function base64ToHex(base64: string): string {
+  return bytesToHex(Uint8Array.from(atob(base64), (c) => c.charCodeAt(0)));
+}

@@ -18,6 +18,7 @@ export const ERRORS = {
   upload_not_uploaded: { status: 409, message: "nothing was uploaded for this upload" },
   upload_already_completed: { status: 409, message: "upload was already completed" },
   upload_rejected: { status: 409, message: "upload was rejected" },
+  upload_incomplete: { status: 409, message: "some parts of this upload are not stored yet" },
   length_mismatch: { status: 400, message: "body length differs from the declared size" },
   checksum_mismatch: { status: 400, message: "body SHA-256 differs from the declared checksum" },
   content_mismatch: { status: 422, message: "uploaded bytes are not what was declared" },

@@ -26,11 +26,39 @@ export interface PutInstructions {
   headers: Record<string, string>;
 }
 
+/** One part of a multipart upload still to be stored: PUT exactly these bytes as `put` says. */
+export interface PartUpload {
+  /** 1-based; the part covers stored bytes [(partNumber − 1) × partSize, partNumber × partSize). */
+  partNumber: number;
+  put: PutInstructions;
+}
+
+/**
+ * A multipart upload in progress: the parts the store does not hold yet, each with a
+ * fresh signed PUT. Parts may be sent in any order and several at once; then complete.
+ */
+export interface MultipartAnswer {
+  status: "multipart";
+  uploadId: string;
+  expiresAt: string;
+  partSize: number;
+  partCount: number;
+  /** Only the parts still missing; empty when every part is stored. */
+  parts: PartUpload[];
+}
+
 /** The answer to `POST /v1/uploads`. */
 export type UploadAnswer =
   | { status: "deduped"; file: FileRecord }
   | { status: "missing" }
-  | { status: "upload"; uploadId: string; expiresAt: string; put: PutInstructions };
+  | { status: "upload"; uploadId: string; expiresAt: string; put: PutInstructions }
+  | MultipartAnswer;
+
+/** The answer to `GET /v1/uploads/:id`: where an upload stands, to resume it. */
+export type UploadState =
+  | { status: "upload"; uploadId: string; expiresAt: string; put: PutInstructions }
+  | MultipartAnswer
+  | { status: "completed"; uploadId: string; file: FileRecord };
 
 /** One delivery of a file to a chat. */
 export interface DeliveryRecord {

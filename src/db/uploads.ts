@@ -16,6 +16,16 @@ export interface Upload {
   createdAt: number;
   expiresAt: number;
   fileId: string | null;
+  /** Set when the bytes go up in parts. */
+  multipart: MultipartPlan | null;
+}
+
+/** How a multipart upload is cut, what each part must hash to, and the store's id for it. */
+export interface MultipartPlan {
+  partSize: number;
+  /** Hex SHA-256 of each part, in order. */
+  partSha256: string[];
+  storeUploadId: string;
 }
 
 interface UploadRow {
@@ -33,6 +43,9 @@ interface UploadRow {
   created_at: number;
   expires_at: number;
   file_id: string | null;
+  part_size: number | null;
+  part_sha256: string | null;
+  store_upload_id: string | null;
 }
 
 function toUpload(row: UploadRow): Upload {
@@ -51,6 +64,14 @@ function toUpload(row: UploadRow): Upload {
     createdAt: row.created_at,
     expiresAt: row.expires_at,
     fileId: row.file_id,
+    multipart:
+      row.part_size !== null && row.part_sha256 !== null && row.store_upload_id !== null
+        ? {
+            partSize: row.part_size,
+            partSha256: row.part_sha256.match(/.{64}/g) ?? [],
+            storeUploadId: row.store_upload_id,
+          }
+        : null,
   };
 }
 
@@ -66,8 +87,9 @@ export async function insertUploadWithinQuota(
   const result = await db
     .prepare(
       `INSERT INTO uploads (id, session_id, name, size, sha256, content_type, encoding, stored_key,
-                            stored_size, stored_sha256, status, created_at, expires_at)
-       SELECT ?3, ?1, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, 'pending', ?2, ?12
+                            stored_size, stored_sha256, status, created_at, expires_at,
+                            part_size, part_sha256, store_upload_id)
+       SELECT ?3, ?1, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, 'pending', ?2, ?12, ?14, ?15, ?16
        WHERE ${sessionUsageSql()} + ?5 <= ?13`,
     )
     .bind(
@@ -84,9 +106,26 @@ export async function insertUploadWithinQuota(
       upload.storedSha256,
       upload.expiresAt,
       quotaBytes,
+      upload.multipart?.partSize ?? null,
+      upload.multipart?.partSha256.join("") ?? null,
+      upload.multipart?.storeUploadId ?? null,
     )
     .run();
   return result.meta.changes > 0;
+}
+
+/** Pushes a pending upload's expiry out (a resumed multipart upload gets fresh URLs). */
+export async function extendPendingUpload(
+  db: D1Database,
+  id: string,
+  expiresAt: number,
+): Promise<void> {
+  await db
+    .prepare(
+      "UPDATE uploads SET expires_at = MAX(expires_at, ?2) WHERE id = ?1 AND status = 'pending'",
+    )
+    .bind(id, expiresAt)
+    .run();
 }
 
 export async function findUpload(db: D1Database, id: string): Promise<Upload | null> {
@@ -120,15 +159,26 @@ export async function expireStaleUploads(
   db: D1Database,
   before: number,
   limit: number,
-): Promise<string[]> {
+): Promise<StaleUpload[]> {
   const { results } = await db
     .prepare(
       `UPDATE uploads SET status = 'rejected'
        WHERE status = 'pending' AND expires_at <= ?1
          AND id IN (SELECT id FROM uploads WHERE status = 'pending' AND expires_at <= ?1 LIMIT ?2)
-       RETURNING stored_key`,
+       RETURNING id, stored_key, store_upload_id`,
     )
     .bind(before, limit)
-    .all<{ stored_key: string }>();
-  return results.map((row) => row.stored_key);
+    .all<{ id: string; stored_key: string; store_upload_id: string | null }>();
+  return results.map((row) => ({
+    id: row.id,
+    storedKey: row.stored_key,
+    storeUploadId: row.store_upload_id,
+  }));
+}
+
+/** A pending upload the sweep gave up: its object, and its store-side multipart upload if any. */
+export interface StaleUpload {
+  id: string;
+  storedKey: string;
+  storeUploadId: string | null;
 }

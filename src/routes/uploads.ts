@@ -3,10 +3,10 @@ import type { AppEnv } from "../app-env";
 import { requireCaller, sessionOf } from "../auth/middleware";
 import { readJson } from "../http/json-body";
 import { logEvent, since } from "../log";
-import { completeUpload } from "../services/complete-upload";
+import { completeUpload, uploadState } from "../services/complete-upload";
 import { declareUpload, declareUploadBody } from "../services/declare-upload";
 
-/** Sandbox routes: declare an upload, then complete it once the bytes are stored. */
+/** Sandbox routes: declare an upload, see where it stands (to resume it), complete it. */
 export const uploads = new Hono<AppEnv>()
   .use(requireCaller("session"))
   .post("/", async (c) => {
@@ -25,6 +25,16 @@ export const uploads = new Hono<AppEnv>()
       durationMs: since(started),
     });
     return c.json(result, result.status === "missing" ? 200 : 201);
+  })
+  .get("/:id", async (c) => {
+    const session = sessionOf(c.var.caller);
+    const state = await uploadState(
+      c.var.deps,
+      session,
+      c.req.param("id"),
+      new URL(c.req.url).origin,
+    );
+    return c.json(state);
   })
   .post("/:id/complete", async (c) => {
     const started = Date.now();

@@ -2,13 +2,15 @@ import { z } from "zod";
 import { extendBlob, findLiveBlob } from "../db/blobs";
 import { insertFileWithinQuota, type FileRow } from "../db/files";
 import { sessionUsage, type Session } from "../db/sessions";
-import { insertUploadWithinQuota } from "../db/uploads";
+import { insertUploadWithinQuota, type Upload } from "../db/uploads";
 import type { Deps } from "../deps";
 import { AppError } from "../errors";
 import { newId } from "../ids";
-import { blobKey } from "../storage";
+import { MAX_PARTS, maxStoredSize, partCount, partSizeFor } from "../part-plan";
+import { blobKey, multipartKey } from "../storage";
 import type { UploadAnswer } from "../wire-types";
 import { toFileRecord } from "./file-record";
+import { multipartAnswer, multipartTarget, type MultipartUpload } from "./multipart-upload";
 import { byteCount, fileName, mediaType, sha256Hex } from "./validation";
 
 export const declareUploadBody = z
@@ -20,6 +22,8 @@ export const declareUploadBody = z
     encoding: z.enum(["identity", "gzip"]).optional(),
     storedSize: byteCount.optional(),
     storedSha256: sha256Hex.optional(),
+    /** Asks for a multipart upload: the SHA-256 of each `partSizeFor(size)` part of the stored bytes. */
+    partSha256: z.array(sha256Hex).min(1).max(MAX_PARTS).optional(),
   })
   .strict()
   .refine(
@@ -31,14 +35,13 @@ export const declareUploadBody = z
   .refine(
     (b) => b.encoding !== "identity" || (b.storedSize === b.size && b.storedSha256 === b.sha256),
     "identity encoding stores the original bytes: storedSize and storedSha256 must equal size and sha256",
+  )
+  .refine(
+    (b) => b.partSha256 === undefined || b.storedSize !== undefined,
+    "partSha256 goes with encoding, storedSize and storedSha256",
   );
 
 export type DeclareUploadBody = z.infer<typeof declareUploadBody>;
-
-/** Gzip never grows data by more than a few bytes per 16 KiB block; allow generous slack. */
-function maxGzipSize(size: number): number {
-  return size + Math.ceil(size / 1000) + 1024;
-}
 
 /**
  * Answers a declared upload: a dedup hit (a file record over content the relay already
@@ -104,36 +107,69 @@ export async function declareUpload(
       throw quotaExceeded(body.size);
     return { status: "missing" };
   }
-  if (body.encoding === "gzip" && body.storedSize > maxGzipSize(body.size)) {
+  if (body.encoding === "gzip" && body.storedSize > maxStoredSize(body.size)) {
     throw new AppError("invalid_request", "storedSize is larger than gzip can make this file");
   }
+  const partSize = partSizeFor(body.size);
+  const parts = body.partSha256;
+  if (parts && parts.length !== partCount(body.storedSize, partSize)) {
+    throw new AppError(
+      "invalid_request",
+      `partSha256 must list ${partCount(body.storedSize, partSize)} digests: one per ` +
+        `${partSize}-byte part of the ${body.storedSize} stored bytes`,
+    );
+  }
   const relayLimit = deps.store.receiveUpload ? config.relayUploadMaxBytes : undefined;
-  if (relayLimit !== undefined && body.storedSize > relayLimit) {
+  const requestBytes = parts ? partSize : body.storedSize;
+  if (relayLimit !== undefined && requestBytes > relayLimit) {
     throw new AppError(
       "file_too_large",
-      `${body.storedSize} bytes to upload is over the ${relayLimit}-byte limit of one request ` +
-        "through this relay (RELAY_UPLOAD_MAX_BYTES); the s3 backend takes larger files",
+      `${requestBytes} bytes in one request is over the ${relayLimit}-byte limit of one ` +
+        "request through this relay (RELAY_UPLOAD_MAX_BYTES); send it in parts",
     );
   }
 
-  const upload = {
-    id: newId("upl"),
+  const id = newId("upl");
+  const upload: Upload = {
+    id,
     sessionId: session.id,
     name: body.name,
     size: body.size,
     sha256: body.sha256,
     contentType,
     encoding: body.encoding,
-    storedKey: blobKey(body.storedSha256),
+    storedKey: parts ? multipartKey(body.storedSha256, id) : blobKey(body.storedSha256),
     storedSize: body.storedSize,
     storedSha256: body.storedSha256,
-    status: "pending" as const,
+    status: "pending",
     createdAt: now,
     expiresAt: now + config.uploadUrlTtlSeconds * 1000,
     fileId: null,
+    multipart: null,
   };
+  if (parts) {
+    const storeUploadId = await deps.store.createMultipartUpload(upload.storedKey);
+    const multipart: MultipartUpload = {
+      ...upload,
+      multipart: { partSize, partSha256: parts, storeUploadId },
+    };
+    if (!(await insertUploadWithinQuota(db, multipart, session.quotaBytes))) {
+      await deps.store.abortMultipartUpload(multipartTarget(multipart));
+      throw quotaExceeded(body.size);
+    }
+    return multipartAnswer(deps, multipart, [], origin);
+  }
   if (!(await insertUploadWithinQuota(db, upload, session.quotaBytes)))
     throw quotaExceeded(body.size);
+  return singlePutAnswer(deps, upload, origin);
+}
+
+/** The signed PUT of a single-request upload, valid until the upload's expiry. */
+export async function singlePutAnswer(
+  deps: Deps,
+  upload: Upload,
+  origin: string,
+): Promise<Extract<UploadAnswer, { status: "upload" }>> {
   const put = await deps.store.createUploadUrl({
     key: upload.storedKey,
     uploadId: upload.id,

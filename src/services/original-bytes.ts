@@ -1,7 +1,7 @@
 import type { Blob } from "../db/blobs";
 import type { BlobStore } from "../storage";
 import type { ByteRange } from "../storage/blob-store";
-import { digestStream, type Digest } from "./stream-digest";
+import { digestStream, teeInto, type Digest } from "./stream-digest";
 
 /** How a blob is kept: enough to turn stored bytes back into the original ones. */
 export type StoredForm = Pick<Blob, "encoding" | "storedKey" | "size">;
@@ -27,13 +27,32 @@ export async function openOriginal(
 }
 
 /**
- * Hashes the original bytes of a stored blob, or null when they are missing, unreadable
- * or longer than the declared size (a decompression bomb stops there).
+ * Hashes the stored bytes of an upload and, in the same read, the original bytes they
+ * inflate to; null when they are missing, unreadable, or longer than declared (a
+ * decompression bomb stops at the declared size).
  */
-export async function digestOriginal(store: BlobStore, blob: StoredForm): Promise<Digest | null> {
-  const body = await openOriginal(store, blob);
-  if (!body) return null;
-  return digestStream(body, blob.size).catch(() => null);
+export async function digestUpload(
+  store: BlobStore,
+  upload: StoredForm & { storedSize: number },
+): Promise<{ stored: Digest; original: Digest } | null> {
+  const object = await store.get(upload.storedKey);
+  if (!object) return null;
+  try {
+    if (upload.encoding === "identity") {
+      const digest = await digestStream(object.body, upload.storedSize);
+      return { stored: digest, original: digest };
+    }
+    const inflated = teeInto((bytes) =>
+      digestStream(bytes.pipeThrough(new DecompressionStream("gzip")), upload.size),
+    );
+    const stored = await digestStream(
+      object.body.pipeThrough(inflated.transform),
+      upload.storedSize,
+    );
+    return { stored, original: await inflated.result };
+  } catch {
+    return null;
+  }
 }
 
 /** Passes through only the bytes of `range`, then ends the stream. */

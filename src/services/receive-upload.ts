@@ -2,7 +2,9 @@ import { findUpload } from "../db/uploads";
 import type { Deps } from "../deps";
 import { hexToBase64 } from "../encoding";
 import { AppError } from "../errors";
-import { ContentRejectedError } from "../storage/blob-store";
+import { partLength } from "../part-plan";
+import { ContentRejectedError, MultipartUploadGoneError } from "../storage/blob-store";
+import { isMultipart, multipartTarget } from "./multipart-upload";
 
 /** The parts of a relay-bound PUT the relay checks before any byte is stored. */
 export interface IncomingPut {
@@ -23,21 +25,68 @@ export async function receiveUpload(deps: Deps, uploadId: string, put: IncomingP
   if (upload.status !== "pending")
     throw new AppError("upload_already_completed", `upload is ${upload.status}`);
 
-  if (put.contentLength !== String(upload.storedSize)) {
-    throw new AppError("length_mismatch", `Content-Length must be ${upload.storedSize}`);
+  if (upload.multipart) throw new AppError("invalid_request", "this upload goes up in parts");
+  checkPutHeaders(put, upload.storedSize, upload.storedSha256);
+  const body = put.body ?? new Blob([]).stream();
+  await rejectingContent(
+    receive(upload.storedKey, body, { size: upload.storedSize, sha256Hex: upload.storedSha256 }),
+  );
+}
+
+/**
+ * Receives one part of a multipart upload (stores the relay fronts) and streams it into
+ * the store, hashing it on the way: a part is recorded only if it is the declared bytes.
+ */
+export async function receivePart(
+  deps: Deps,
+  uploadId: string,
+  partNumber: number,
+  put: IncomingPut,
+): Promise<void> {
+  const receive = deps.store.receivePart?.bind(deps.store);
+  if (!receive) throw new AppError("not_found", "this relay's store takes uploads directly");
+  const upload = await findUpload(deps.db, uploadId);
+  if (!upload || !isMultipart(upload)) throw new AppError("upload_not_found");
+  if (upload.status !== "pending")
+    throw new AppError("upload_already_completed", `upload is ${upload.status}`);
+  const { partSize, partSha256 } = upload.multipart;
+  const sha256Hex = partSha256[partNumber - 1];
+  if (!Number.isInteger(partNumber) || sha256Hex === undefined) {
+    throw new AppError("invalid_request", `this upload has parts 1 to ${partSha256.length}`);
   }
-  if (put.checksum !== hexToBase64(upload.storedSha256)) {
-    throw new AppError(
-      "checksum_mismatch",
-      "x-amz-checksum-sha256 must be the declared storedSha256 in base64",
-    );
-  }
+  const size = partLength(upload.storedSize, partSize, partNumber);
+  checkPutHeaders(put, size, sha256Hex);
   const body = put.body ?? new Blob([]).stream();
   try {
-    await receive(upload.storedKey, body, {
-      size: upload.storedSize,
-      sha256Hex: upload.storedSha256,
-    });
+    await rejectingContent(receive(multipartTarget(upload), { partNumber, size, sha256Hex }, body));
+  } catch (error) {
+    if (error instanceof MultipartUploadGoneError) {
+      throw new AppError(
+        "upload_expired",
+        "the store no longer holds this upload; send the file again",
+      );
+    }
+    throw error;
+  }
+}
+
+/** The checks every relay-bound PUT passes before a byte is stored. */
+function checkPutHeaders(put: IncomingPut, size: number, sha256Hex: string): void {
+  if (put.contentLength !== String(size)) {
+    throw new AppError("length_mismatch", `Content-Length must be ${size}`);
+  }
+  if (put.checksum !== hexToBase64(sha256Hex)) {
+    throw new AppError(
+      "checksum_mismatch",
+      "x-amz-checksum-sha256 must be the declared SHA-256 in base64",
+    );
+  }
+}
+
+/** A store's refusal of a body becomes the matching 400. */
+async function rejectingContent(write: Promise<void>): Promise<void> {
+  try {
+    await write;
   } catch (error) {
     if (error instanceof ContentRejectedError) {
       throw new AppError(

@@ -29,7 +29,8 @@ export interface SweepResult {
 /**
  * The scheduled sweep. Files need no marking: every read checks `expires_at` and
  * `deleted_at`. It removes blob rows whose expiry passed and that no live file uses,
- * gives up pending uploads a day past their URL's expiry, deletes the objects of both
+ * gives up pending uploads a day past their URL's expiry (aborting their multipart
+ * uploads at the store), deletes the objects of both
  * unless a blob, a live file or a pending upload still uses the key, and drops expired
  * link rows.
  *
@@ -46,9 +47,18 @@ export async function sweep(
   const { db, store } = deps;
   const now = deps.now();
   const blobKeys = await deleteExpiredBlobs(db, now, batch);
-  const uploadKeys = await expireStaleUploads(db, now - STALE_UPLOAD_GRACE_MS, batch);
+  const staleUploads = await expireStaleUploads(db, now - STALE_UPLOAD_GRACE_MS, batch);
+  for (const upload of staleUploads) {
+    if (upload.storeUploadId === null) continue;
+    const target = {
+      uploadId: upload.id,
+      storeUploadId: upload.storeUploadId,
+      key: upload.storedKey,
+    };
+    await store.abortMultipartUpload(target);
+  }
   let objectsDeleted = 0;
-  for (const key of new Set([...blobKeys, ...uploadKeys])) {
+  for (const key of new Set([...blobKeys, ...staleUploads.map((u) => u.storedKey)])) {
     if (await isStoredKeyInUse(db, key, "", now)) continue;
     await store.delete(key);
     objectsDeleted += 1;
@@ -56,7 +66,7 @@ export async function sweep(
   const linksDeleted = await deleteExpiredLinks(db, now);
   return {
     blobsDeleted: blobKeys.length,
-    uploadsExpired: uploadKeys.length,
+    uploadsExpired: staleUploads.length,
     objectsDeleted,
     linksDeleted,
   };

@@ -3,21 +3,29 @@ import { deleteFile, markFileVerified, type FileRow } from "../db/files";
 import type { Upload } from "../db/uploads";
 import type { Deps } from "../deps";
 import { logEvent } from "../log";
-import { digestOriginal } from "./original-bytes";
+import { digestUpload } from "./original-bytes";
 import { rejectUpload } from "./reject-upload";
 
 /**
- * Inflates a completed gzip upload and checks its original size and SHA-256. Only then
- * is the content recorded as a blob — the one thing dedup ever matches — so an upload
- * that lied about its hash is never handed to anyone else; a lie deletes the file.
+ * Reads a completed upload back and checks what the store could not: the stored bytes of
+ * a multipart upload (stores verify parts, not the whole) and the original size and
+ * SHA-256 of a gzip upload. Only then is the content recorded as a blob — the one thing
+ * dedup ever matches — so an upload that lied about its hash is never handed to anyone
+ * else; a lie deletes the file and its bytes.
  */
-export async function verifyGzipUpload(
+export async function verifyUploadContent(
   deps: Deps,
   upload: Upload,
   file: FileRow,
 ): Promise<boolean> {
-  const original = await digestOriginal(deps.store, upload);
-  if (original && original.size === upload.size && original.sha256Hex === upload.sha256) {
+  const digest = await digestUpload(deps.store, upload);
+  if (
+    digest &&
+    digest.stored.size === upload.storedSize &&
+    digest.stored.sha256Hex === upload.storedSha256 &&
+    digest.original.size === upload.size &&
+    digest.original.sha256Hex === upload.sha256
+  ) {
     await upsertBlob(deps.db, blobOf(upload, file));
     await markFileVerified(deps.db, file.id);
     logEvent("upload_verified", {

@@ -1,5 +1,7 @@
+import type { StoredPart } from "../db/upload-parts";
 import type { PutInstructions } from "../wire-types";
 
+export type { StoredPart } from "../db/upload-parts";
 export type { PutInstructions } from "../wire-types";
 
 /**
@@ -41,6 +43,48 @@ export interface BlobStore {
 
   /** Removes the object; removing a missing key is not an error. */
   delete(key: string): Promise<void>;
+
+  /** Starts a multipart upload that will become the object at `key`; returns the store's id. */
+  createMultipartUpload(key: string): Promise<string>;
+
+  /**
+   * Instructions to PUT one part; the store (or the relay, for stores it fronts) refuses a
+   * body whose length or SHA-256 differ from the part's.
+   */
+  createPartUploadUrl(request: PartUrlRequest): Promise<PutInstructions>;
+
+  /** Present only on stores the relay fronts (R2): streams one part in, verifying it. */
+  receivePart?(target: MultipartTarget, part: ExpectedPart, body: ReadableStream): Promise<void>;
+
+  /** The parts the store holds, ascending. Throws `MultipartUploadGoneError` for an unknown upload. */
+  listParts(target: MultipartTarget): Promise<StoredPart[]>;
+
+  /** Assembles the parts into the object at `target.key`. */
+  completeMultipartUpload(target: MultipartTarget, parts: StoredPart[]): Promise<void>;
+
+  /** Drops the upload and its parts; an unknown upload is not an error. */
+  abortMultipartUpload(target: MultipartTarget): Promise<void>;
+}
+
+/** A multipart upload: the relay's upload id, the store's id for it and the key it becomes. */
+export interface MultipartTarget {
+  uploadId: string;
+  storeUploadId: string;
+  key: string;
+}
+
+/** What one part must be. */
+export interface ExpectedPart {
+  partNumber: number;
+  size: number;
+  sha256Hex: string;
+}
+
+export interface PartUrlRequest extends ExpectedPart {
+  target: MultipartTarget;
+  expiresAt: number;
+  /** The relay's own origin, for stores whose uploads go through the relay. */
+  relayOrigin: string;
 }
 
 export interface UploadUrlRequest {
@@ -62,6 +106,14 @@ export interface ExpectedContent {
 export interface ByteRange {
   offset: number;
   length: number;
+}
+
+/** Thrown by a store that no longer knows a multipart upload (completed, aborted or expired). */
+export class MultipartUploadGoneError extends Error {
+  constructor(message = "the store no longer has this multipart upload") {
+    super(message);
+    this.name = "MultipartUploadGoneError";
+  }
 }
 
 /** Thrown by a store when a body's length or checksum differs from what was expected. */

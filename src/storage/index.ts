@@ -1,4 +1,5 @@
-import { createRelayUploadUrl } from "../auth/upload-url";
+import { createRelayPartUrl, createRelayUploadUrl } from "../auth/upload-url";
+import { UploadPartLedger } from "../db/upload-parts";
 import type { Config } from "../config";
 import type { Bindings } from "../env";
 import type { BlobStore } from "./blob-store";
@@ -10,12 +11,26 @@ export type { BlobStore } from "./blob-store";
 /** Chooses the store named by `STORAGE`; the rest of the relay sees only `BlobStore`. */
 export function createBlobStore(config: Config, env: Bindings): BlobStore {
   if (config.storage === "s3" && config.s3) return new S3BlobStore(config.s3);
-  return new R2BlobStore(env.BUCKET, (origin, uploadId, expiresAt) =>
-    createRelayUploadUrl(config.signingKey, origin, uploadId, expiresAt),
-  );
+  const signer = {
+    upload: (origin: string, uploadId: string, expiresAt: number) =>
+      createRelayUploadUrl(config.signingKey, origin, uploadId, expiresAt),
+    part: (origin: string, uploadId: string, partNumber: number, expiresAt: number) =>
+      createRelayPartUrl(config.signingKey, origin, uploadId, partNumber, expiresAt),
+  };
+  return new R2BlobStore(env.BUCKET, signer, new UploadPartLedger(env.DB));
 }
 
 /** Object keys are derived from the SHA-256 of the stored bytes, which the store verifies. */
 export function blobKey(storedSha256: string): string {
   return `blobs/${storedSha256.slice(0, 2)}/${storedSha256}`;
+}
+
+/**
+ * Where a multipart upload is assembled. Stores verify parts, not the whole object, so an
+ * upload cannot be let write the content key itself: its bytes land under a key of their
+ * own (same `blobs/` lifecycle) and count as content only once the relay has read them
+ * back and they hashed right.
+ */
+export function multipartKey(storedSha256: string, uploadId: string): string {
+  return `${blobKey(storedSha256)}.${uploadId}`;
 }

@@ -37,8 +37,9 @@ export class S3Http {
     key: string,
     headers: Record<string, string>,
     expiresIn: number,
+    query: Record<string, string> = {},
   ): Promise<string> {
-    const signed = await this.presigner.presign(this.request(method, key, headers), {
+    const signed = await this.presigner.presign(this.request(method, key, headers, query), {
       expiresIn,
       signableHeaders: new Set(Object.keys(headers)),
       unhoistableHeaders: new Set(Object.keys(headers).filter((name) => name.startsWith("x-amz-"))),
@@ -52,11 +53,14 @@ export class S3Http {
     key: string,
     headers: Record<string, string> = {},
     body?: BodyInit | null,
+    query: Record<string, string> = {},
   ): Promise<Response> {
-    const request = this.request(method, key, {
-      ...headers,
-      "x-amz-content-sha256": "UNSIGNED-PAYLOAD",
-    });
+    const request = this.request(
+      method,
+      key,
+      { ...headers, "x-amz-content-sha256": "UNSIGNED-PAYLOAD" },
+      query,
+    );
     const signed = await this.signer.sign(request);
     const outgoing = new Headers();
     for (const [name, value] of Object.entries(signed.headers)) {
@@ -65,7 +69,12 @@ export class S3Http {
     return fetch(this.urlOf(signed), { method, headers: outgoing, body: body ?? null });
   }
 
-  private request(method: string, key: string, headers: Record<string, string>): HttpRequest {
+  private request(
+    method: string,
+    key: string,
+    headers: Record<string, string>,
+    query: Record<string, string> = {},
+  ): HttpRequest {
     const base = this.endpoint.pathname.replace(/\/$/, "");
     const path = `${base}/${encodeURIComponent(this.config.bucket)}/${key.split("/").map(encodeURIComponent).join("/")}`;
     return {
@@ -74,7 +83,7 @@ export class S3Http {
       hostname: this.endpoint.hostname,
       port: this.endpoint.port ? Number(this.endpoint.port) : undefined,
       path,
-      query: {},
+      query,
       headers: { ...headers, host: this.endpoint.host },
     };
   }

@@ -4,11 +4,15 @@ import {
   ContentRejectedError,
   type BlobStore,
   type ByteRange,
+  type MultipartTarget,
+  type PartUrlRequest,
   type PutInstructions,
+  type StoredPart,
   type UploadUrlRequest,
 } from "./blob-store";
 import { withKnownLength } from "./known-length";
 import { S3Http, s3ErrorCode } from "./s3-http";
+import { S3Multipart } from "./s3-multipart";
 
 /**
  * Any S3-compatible store (AWS S3, R2's S3 API, MinIO). Clients PUT straight to the
@@ -18,9 +22,11 @@ import { S3Http, s3ErrorCode } from "./s3-http";
 export class S3BlobStore implements BlobStore {
   readonly kind = "s3";
   private readonly http: S3Http;
+  private readonly multipart: S3Multipart;
 
   constructor(config: S3Config) {
     this.http = new S3Http(config);
+    this.multipart = new S3Multipart(this.http);
   }
 
   async createUploadUrl(request: UploadUrlRequest): Promise<PutInstructions> {
@@ -29,10 +35,45 @@ export class S3BlobStore implements BlobStore {
       "content-type": request.contentType,
       "x-amz-checksum-sha256": hexToBase64(request.sha256Hex),
     };
-    const expiresIn = Math.max(1, Math.floor((request.expiresAt - Date.now()) / 1000));
+    return this.presignPut(request.key, headers, request.expiresAt);
+  }
+
+  createMultipartUpload(key: string): Promise<string> {
+    return this.multipart.create(key);
+  }
+
+  /** A presigned UploadPart: S3 refuses a part whose length or SHA-256 differ. */
+  createPartUploadUrl(request: PartUrlRequest): Promise<PutInstructions> {
+    const headers = {
+      "content-length": String(request.size),
+      "x-amz-checksum-sha256": hexToBase64(request.sha256Hex),
+    };
+    const query = this.multipart.partQuery(request.target, request.partNumber);
+    return this.presignPut(request.target.key, headers, request.expiresAt, query);
+  }
+
+  listParts(target: MultipartTarget): Promise<StoredPart[]> {
+    return this.multipart.list(target);
+  }
+
+  completeMultipartUpload(target: MultipartTarget, parts: StoredPart[]): Promise<void> {
+    return this.multipart.complete(target, parts);
+  }
+
+  abortMultipartUpload(target: MultipartTarget): Promise<void> {
+    return this.multipart.abort(target);
+  }
+
+  private async presignPut(
+    key: string,
+    headers: Record<string, string>,
+    expiresAt: number,
+    query: Record<string, string> = {},
+  ): Promise<PutInstructions> {
+    const expiresIn = Math.max(1, Math.floor((expiresAt - Date.now()) / 1000));
     return {
       method: "PUT",
-      url: await this.http.presign("PUT", request.key, headers, expiresIn),
+      url: await this.http.presign("PUT", key, headers, expiresIn, query),
       headers,
     };
   }

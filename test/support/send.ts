@@ -1,6 +1,8 @@
 import { hexToBase64 } from "../../src/encoding";
 import type { FileRecord } from "../../src/services/file-record";
 import type { PutInstructions } from "../../src/storage/blob-store";
+import { partCount, partSizeFor } from "../../src/part-plan";
+import type { UploadAnswer } from "../../src/wire-types";
 import { gzip, sha256Hex } from "./bytes";
 import type { RelayClient } from "./relay-client";
 
@@ -32,10 +34,21 @@ export async function describe(
   return { declared, stored };
 }
 
-export type UploadAnswer =
-  | { status: "deduped"; file: FileRecord }
-  | { status: "missing" }
-  | { status: "upload"; uploadId: string; expiresAt: string; put: PutInstructions };
+export type { UploadAnswer, MultipartAnswer, UploadState } from "../../src/wire-types";
+
+/** The SHA-256 of each part of `stored`, cut as the shim cuts them for a file of `size` bytes. */
+export async function partDigests(stored: Uint8Array, size: number): Promise<string[]> {
+  const partSize = partSizeFor(size);
+  const count = partCount(stored.byteLength, partSize);
+  return Promise.all(
+    Array.from({ length: count }, (_, i) => sha256Hex(partBytes(stored, partSize, i + 1))),
+  );
+}
+
+/** Part `partNumber` (1-based) of `stored`. */
+export function partBytes(stored: Uint8Array, partSize: number, partNumber: number): Uint8Array {
+  return stored.subarray((partNumber - 1) * partSize, partNumber * partSize);
+}
 
 export async function declare(
   client: RelayClient,
