@@ -10,6 +10,8 @@ export const RETRY_CAP_MS = 8_000;
 export const DEFAULT_PULL_DIR = "/workspace/uploads";
 /** gzip level: 1 keeps compression well ahead of typical upload speeds. */
 export const GZIP_LEVEL = 1;
+/** Parts of a multipart upload in flight at once, unless `AIRLOCK_UPLOAD_CONCURRENCY` says otherwise. */
+export const DEFAULT_UPLOAD_CONCURRENCY = 4;
 
 type Env = Record<string, string | undefined>;
 
@@ -61,6 +63,11 @@ export function retryPolicy(env: Env = process.env): RetryPolicy {
 /** Reads `AIRLOCK_GZIP_LEVEL` (benchmarks compare levels) over `GZIP_LEVEL`. */
 export function gzipLevel(env: Env = process.env): number {
   return integerVar(env, "AIRLOCK_GZIP_LEVEL", GZIP_LEVEL, 1, 9);
+}
+
+/** Reads `AIRLOCK_UPLOAD_CONCURRENCY` (parts in flight at once) over the default. */
+export function uploadConcurrency(env: Env = process.env): number {
+  return integerVar(env, "AIRLOCK_UPLOAD_CONCURRENCY", DEFAULT_UPLOAD_CONCURRENCY, 1, 16);
 }
 
 function integerVar(env: Env, name: string, fallback: number, min: number, max: number): number {

@@ -24,7 +24,9 @@ Usage
 Commands
   send    upload files (hashed, gzipped where it pays, deduplicated) and print each share URL;
           a directory is sent as one <dir>.tar.gz (symlinks kept as links, modes and mtimes
-          kept); with --to, also deliver each file to those chats
+          kept); with --to, also deliver each file to those chats. Stored bytes over 64 MiB
+          go up in parts, several at once; a large send that failed or was killed resumes
+          when run again, sending only the parts the store does not hold yet
   get     download a file by id or share URL, verifying its SHA-256, and print the path written
   pull    write the files people sent to this sandbox into a directory, verified, never
           overwriting (report.pdf, then "report (1).pdf"), and print a line per file
@@ -58,6 +60,8 @@ Environment
   AIRLOCK_RETRIES        attempts per request before giving up (default 5)
   AIRLOCK_RETRY_BASE_MS  first retry delay in milliseconds, doubled each time (default 250)
   AIRLOCK_GZIP_LEVEL     gzip level 1-9 used when compressing pays (default 1)
+  AIRLOCK_UPLOAD_CONCURRENCY
+                         parts of a large upload in flight at once, 1-16 (default 4)
 
 Exit status: 0 success, 1 failure (a failed delivery or pulled file included: the
 others still go through), 2 usage or configuration error.`;

@@ -15,6 +15,8 @@ export interface HttpRequest {
   url: string;
   headers?: Record<string, string>;
   body?: Buffer | Readable;
+  /** Aborting it drops the request (and its response), rejecting with a `NetworkError`. */
+  signal?: AbortSignal;
 }
 
 /**
@@ -34,7 +36,12 @@ export function request(req: HttpRequest): Promise<http.IncomingMessage> {
         fn();
       }
     };
-    const out = client.request(url, { method: req.method, headers, timeout: IDLE_TIMEOUT_MS });
+    const out = client.request(url, {
+      method: req.method,
+      headers,
+      timeout: IDLE_TIMEOUT_MS,
+      signal: req.signal,
+    });
     out.on("timeout", () =>
       out.destroy(Object.assign(new Error("timed out"), { code: "ETIMEDOUT" })),
     );

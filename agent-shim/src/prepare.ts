@@ -5,6 +5,7 @@ import { pipeline } from "node:stream/promises";
 import { createGzip, gzipSync } from "node:zlib";
 import { DigestStream } from "./digest.js";
 import { CliError, fsError } from "./errors.js";
+import { PartDigestStream } from "./part-digests.js";
 import { sniff, type Sniffed } from "./sniff.js";
 import { releaseTemp, tempPath } from "./temp-files.js";
 
@@ -27,6 +28,8 @@ export interface Sample extends Sniffed {
 export interface Hashed {
   size: number;
   sha256: string;
+  /** The SHA-256 of each part, when the pass was asked for them. */
+  partSha256?: string[];
 }
 
 /** The bytes to upload: the file itself (identity) or a gzipped temp copy. */
@@ -35,6 +38,11 @@ export interface StoredBytes {
   path: string;
   storedSize: number;
   storedSha256: string;
+  /**
+   * The SHA-256 of each part of the stored bytes, cut at `partSizeFor(size)`, when they were
+   * taken on the way (bytes that may go up in parts).
+   */
+  partSha256?: string[];
   /** Removes the temp copy, if there is one. */
   dispose(): Promise<void>;
 }
@@ -57,16 +65,23 @@ export async function readSample(path: string): Promise<Sample> {
   }
 }
 
-/** Pass 1: SHA-256 and size of the whole file, in flat memory. */
-export async function hashFile(path: string): Promise<Hashed> {
+/**
+ * Pass 1: SHA-256 and size of the whole file, in flat memory; given `partSize`, the SHA-256 of
+ * each part as well (a file sent as it is, large enough to go up in parts).
+ */
+export async function hashFile(path: string, partSize?: number): Promise<Hashed> {
   const digest = new DigestStream();
+  const parts = partSize === undefined ? undefined : new PartDigestStream(partSize);
+  const drain = async (chunks: AsyncIterable<Buffer>) => {
+    // Drained: the digests are all this pass wants.
+    for await (const chunk of chunks) void chunk;
+  };
   await readingFile(path, (input) =>
-    pipeline(input, digest, async (chunks: AsyncIterable<Buffer>) => {
-      // Drained: the digest is all this pass wants.
-      for await (const chunk of chunks) void chunk;
-    }),
+    parts ? pipeline(input, digest, parts, drain) : pipeline(input, digest, drain),
   );
-  return { size: digest.bytes, sha256: digest.hex() };
+  const hashed: Hashed = { size: digest.bytes, sha256: digest.hex() };
+  if (parts) hashed.partSha256 = parts.parts.finish();
+  return hashed;
 }
 
 /** gzip only where it pays: big enough, not compressed already, and the sample shrinks enough. */
@@ -83,6 +98,7 @@ export function identity(path: string, file: Hashed): StoredBytes {
     path,
     storedSize: file.size,
     storedSha256: file.sha256,
+    partSha256: file.partSha256,
     dispose: async () => {},
   };
 }
@@ -91,30 +107,35 @@ export function identity(path: string, file: Hashed): StoredBytes {
  * Pass 2: gzips the file into a temp file in the OS temp directory, hashing the gzip output
  * (what storage will verify). It runs alongside pass 1 (zlib works on libuv's thread pool)
  * and is abandoned through `signal` on a dedup hit. A file that changes between the passes
- * is caught by the relay, which checks what the gzip inflates to.
+ * is caught by the relay, which checks what the gzip inflates to. Given `partSize`, it takes
+ * the part digests of the gzip output too (the part size comes from the original size, so the
+ * boundaries are known while the output grows).
  */
 export async function gzipToTemp(
   path: string,
   level: number,
   signal: AbortSignal,
+  partSize?: number,
 ): Promise<StoredBytes> {
   const temp = tempPath(tmpdir(), "airlock-", ".gz");
   const stored = new DigestStream();
+  const parts = partSize === undefined ? undefined : new PartDigestStream(partSize);
   try {
     const out = createWriteStream(temp, { flags: "wx", mode: 0o600 });
     const gzip = createGzip({ level });
-    await readingFile(path, (input) => pipeline(input, gzip, stored, out, { signal })).catch(
-      (err: unknown) => {
-        throw err instanceof CliError || signal.aborted
-          ? err
-          : fsError("write temp file", temp, err);
-      },
-    );
+    await readingFile(path, (input) =>
+      parts
+        ? pipeline(input, gzip, stored, parts, out, { signal })
+        : pipeline(input, gzip, stored, out, { signal }),
+    ).catch((err: unknown) => {
+      throw err instanceof CliError || signal.aborted ? err : fsError("write temp file", temp, err);
+    });
     return {
       encoding: "gzip",
       path: temp,
       storedSize: stored.bytes,
       storedSha256: stored.hex(),
+      partSha256: parts?.parts.finish(),
       dispose: () => releaseTemp(temp),
     };
   } catch (err) {

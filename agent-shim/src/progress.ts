@@ -10,29 +10,34 @@ const REDRAW_MS = 100;
  */
 export class Progress {
   private readonly enabled = process.stderr.isTTY === true;
-  private done = 0;
   private started = Date.now();
   private lastDraw = 0;
+  /** Bytes done before this run started moving any (the rate leaves them out). */
+  private readonly held: number;
 
+  /** `done`: bytes already there at the start, such as the parts of a resumed upload. */
   constructor(
     private readonly label: string,
     private readonly total: number,
-  ) {}
+    private done = 0,
+  ) {
+    this.held = done;
+  }
 
   /** A pass-through stream that advances the bar by what flows through it. */
-  meter(): Transform {
-    return new Transform({
-      transform: (chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback) => {
-        this.advance(chunk.length);
-        callback(null, chunk);
-      },
-    });
+  meter(): Meter {
+    return new Meter((bytes) => this.advance(bytes));
   }
 
   /** Starts again from zero, for a retried transfer. */
   reset(): void {
     this.done = 0;
     this.started = Date.now();
+  }
+
+  /** Takes back bytes that have to go again (one part's failed attempt, when others go on). */
+  rewind(bytes: number): void {
+    this.done -= bytes;
   }
 
   /** Clears the bar's line. */
@@ -47,10 +52,27 @@ export class Progress {
     this.lastDraw = now;
     const percent = this.total > 0 ? Math.floor((this.done / this.total) * 100) : 100;
     const seconds = Math.max((now - this.started) / 1000, 0.001);
-    const stats = `${percent}%  ${humanSize(this.done)} / ${humanSize(this.total)}  ${humanSize(this.done / seconds)}/s`;
+    const rate = Math.max(this.done - this.held, 0) / seconds;
+    const stats = `${percent}%  ${humanSize(this.done)} / ${humanSize(this.total)}  ${humanSize(rate)}/s`;
     const room = (process.stderr.columns || 80) - stats.length - 3;
     const label =
       this.label.length > room ? this.label.slice(0, Math.max(room - 1, 0)) + "…" : this.label;
     process.stderr.write(`\r\x1b[2K${label}  ${stats}`);
+  }
+}
+
+/** A pass-through stream that reports what flows through it, and counts it. */
+export class Meter extends Transform {
+  /** Bytes through so far. */
+  bytes = 0;
+
+  constructor(private readonly onBytes: (bytes: number) => void) {
+    super();
+  }
+
+  override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
+    this.bytes += chunk.length;
+    this.onBytes(chunk.length);
+    callback(null, chunk);
   }
 }

@@ -8,13 +8,17 @@ import type {
   FileRecord,
   InboxRecord,
   UploadAnswer,
+  UploadState,
 } from "../../src/wire-types.js";
 
 export type {
   DeliveryRecord,
   FileRecord,
+  MultipartAnswer,
+  PartUpload,
   PutInstructions,
   UploadAnswer,
+  UploadState,
 } from "../../src/wire-types.js";
 
 /** `POST /v1/uploads`: the original fields alone probe for a dedup hit; all of them ask to upload. */
@@ -26,6 +30,8 @@ export interface UploadDeclaration {
   encoding?: "identity" | "gzip";
   storedSize?: number;
   storedSha256?: string;
+  /** The SHA-256 of each part of the stored bytes: asks for a multipart upload. */
+  partSha256?: string[];
 }
 
 /** An inbox entry; a top-level `fileId` is accepted too, though the documented place is `file`. */
@@ -64,8 +70,19 @@ export class RelayClient {
   async declareUpload(declaration: UploadDeclaration): Promise<UploadAnswer> {
     const action = `upload of ${declaration.name}`;
     const answer = await this.call<UploadAnswer>("POST", "/v1/uploads", action, declaration);
-    const known = ["deduped", "missing", "upload"];
+    const known = ["deduped", "missing", "upload", "multipart"];
     if (!known.includes(answer?.status)) {
+      throw new CliError(`relay gave an unexpected answer to the ${action}`);
+    }
+    return answer;
+  }
+
+  /** Where an upload stands (`GET /v1/uploads/:id`), to resume it. */
+  async uploadState(uploadId: string, name: string): Promise<UploadState> {
+    const path = `/v1/uploads/${encodeURIComponent(uploadId)}`;
+    const action = `lookup of the upload of ${name}`;
+    const answer = await this.call<UploadState>("GET", path, action);
+    if (!["upload", "multipart", "completed"].includes(answer?.status)) {
       throw new CliError(`relay gave an unexpected answer to the ${action}`);
     }
     return answer;

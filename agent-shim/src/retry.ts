@@ -17,21 +17,27 @@ export interface RetryTarget {
 /**
  * Runs `attempt` until it succeeds, retrying transient network errors and `RetryableStatusError`s
  * with exponential backoff and full jitter (or the server's `Retry-After`). Other errors end it at
- * once. The final failure becomes a one-line `CliError` naming the target.
+ * once. The final failure becomes a one-line `CliError` naming the target. Aborting `signal`
+ * ends it at once, between attempts too, with the signal's reason.
  */
 export async function withRetry<T>(
   policy: RetryPolicy,
   target: RetryTarget,
   attempt: () => Promise<T>,
+  signal?: AbortSignal,
 ): Promise<T> {
   for (let tries = 1; ; tries++) {
+    if (signal?.aborted) throw signal.reason;
     try {
       return await attempt();
     } catch (err) {
+      if (signal?.aborted) throw signal.reason;
       const transient = isTransient(err);
       if (!transient || tries >= policy.attempts) throw giveUp(err, target, transient ? tries : 0);
       const requested = err instanceof RetryableStatusError ? err.retryAfterMs : undefined;
-      await sleep(requested ?? backoffMs(policy, tries));
+      await sleep(requested ?? backoffMs(policy, tries), undefined, { signal }).catch(() => {
+        throw signal?.reason;
+      });
     }
   }
 }

@@ -19,7 +19,10 @@ export interface SendResult {
   url: string;
   expiresAt: string;
   deduped: boolean;
-  /** Bytes PUT to storage: 0 on a dedup hit, the stored (possibly gzipped) size otherwise. */
+  /**
+   * Stored (possibly gzipped) bytes this run PUT to storage: 0 on a dedup hit; for a resumed
+   * upload only the parts sent this time; a part sent again after a failed attempt counts once.
+   */
   uploadedBytes: number;
   deliveries: (DeliveryRecord | FailedDelivery)[];
   /** Present when a directory was sent, as one `<dir>.tar.gz`. */

@@ -3,6 +3,12 @@ import { homedir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { tempPath } from "./temp-files.js";
 
+/** The shim's cache directory: `$XDG_CACHE_HOME/airlock`, else `~/.cache/airlock`. */
+export function cacheDir(env: Record<string, string | undefined> = process.env): string {
+  const base = env.XDG_CACHE_HOME || join(env.HOME || homedir(), ".cache");
+  return join(base, "airlock");
+}
+
 /** Entries kept; the oldest go first. */
 const MAX_ENTRIES = 1000;
 
@@ -25,8 +31,7 @@ export class SentCache {
   ) {}
 
   static async load(env: Record<string, string | undefined> = process.env): Promise<SentCache> {
-    const base = env.XDG_CACHE_HOME || join(env.HOME || homedir(), ".cache");
-    const path = join(base, "airlock", "sent.json");
+    const path = join(cacheDir(env), "sent.json");
     try {
       const saved = JSON.parse(await readFile(path, "utf8")) as Record<string, Entry>;
       return new SentCache(path, new Map(Object.entries(saved)));

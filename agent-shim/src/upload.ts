@@ -52,6 +52,6 @@ export async function putStoredBytes(
  * Storage answers worth another try: 429 and 5xx, and S3's `400 RequestTimeout` for a body
  * that went idle too long (the AWS SDKs treat it as transient too).
  */
-function isRetryableStorageAnswer(status: number, code: string | undefined): boolean {
+export function isRetryableStorageAnswer(status: number, code: string | undefined): boolean {
   return isRetryableStatus(status) || code === "RequestTimeout";
 }

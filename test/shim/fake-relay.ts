@@ -2,7 +2,13 @@ import { createHash, randomBytes } from "node:crypto";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { gunzipSync } from "node:zlib";
-import type { DeliveryRecord, FileRecord, InboxRecord as InboxItem } from "../../src/wire-types";
+import { partCount, partLength, partSizeFor } from "../../src/part-plan";
+import type {
+  DeliveryRecord,
+  FileRecord,
+  InboxRecord as InboxItem,
+  MultipartAnswer,
+} from "../../src/wire-types";
 
 /**
  * A stand-in for the relay on 127.0.0.1 that speaks the routes of docs/api.md the shim uses for
@@ -55,6 +61,45 @@ export type DeliveryRule = (
   attempt: number,
 ) => Refusal | { mode: "native" | "link"; method: string; error?: string } | undefined;
 
+/** A multipart upload as the fake relay (and its store) holds it. */
+export interface FakeMultipartUpload {
+  uploadId: string;
+  name: string;
+  size: number;
+  sha256: string;
+  contentType: string;
+  encoding: string;
+  storedSize: number;
+  storedSha256: string;
+  partSize: number;
+  partSha256: string[];
+  /** Parts the store holds, by number. */
+  held: Map<number, Buffer>;
+  /** Set once completed. */
+  file?: FileRecord;
+}
+
+/** One part PUT as it ended. */
+export interface PartPut {
+  uploadId: string;
+  partNumber: number;
+  /** Body bytes received. */
+  bytes: number;
+  /** The answer's status; 0 when the client went away first (or the part was stalled). */
+  status: number;
+}
+
+/** What the fake store saw of multipart uploads. */
+export interface PartStats {
+  /** Body bytes of every part PUT received, whole or cut short, failed or not. */
+  bytesReceived: number;
+  /** Part PUTs, in the order they ended. */
+  puts: PartPut[];
+  /** Part PUTs in flight right now, and the most there ever were at once. */
+  inFlight: number;
+  maxInFlight: number;
+}
+
 export interface FakeRelay {
   url: string;
   calls: Call[];
@@ -78,6 +123,20 @@ export interface FakeRelay {
   onCall(hook: ((call: Call) => void) | undefined): void;
   /** Requests of `METHOD /path` form, in order. */
   routes(): string[];
+  /** Multipart uploads by id. */
+  multipart: Map<string, FakeMultipartUpload>;
+  /** What the store saw of part PUTs. */
+  parts: PartStats;
+  /** The next `times` PUTs of part `partNumber` (of any upload) are answered `status` (503). */
+  failPart(partNumber: number, times: number, status?: number): void;
+  /** PUTs of part `partNumber` are read but never answered (until `stalled` is false). */
+  stallPart(partNumber: number, stalled?: boolean): void;
+  /** Runs after each chunk of a part PUT's body arrives, with `parts.bytesReceived`. */
+  onPartBytes(hook: ((total: number) => void) | undefined): void;
+  /** Forgets an upload: `GET /v1/uploads/:id` answers 404 upload_not_found. */
+  forgetUpload(uploadId: string): void;
+  /** Drops a part the store held, as if it had lost it (complete then finds it missing). */
+  dropPart(uploadId: string, partNumber: number): void;
   stop(): Promise<void>;
 }
 
@@ -100,6 +159,99 @@ export async function startFakeRelay(): Promise<FakeRelay> {
   let rule: DeliveryRule = () => undefined;
   let hook: ((call: Call) => void) | undefined;
   let base = "";
+  const multipart = new Map<string, FakeMultipartUpload>();
+  const parts: PartStats = { bytesReceived: 0, puts: [], inFlight: 0, maxInFlight: 0 };
+  const failures = new Map<number, { times: number; status: number }>();
+  const stalled = new Set<number>();
+  let partHook: ((total: number) => void) | undefined;
+
+  const b64 = (hex: string) => Buffer.from(hex, "hex").toString("base64");
+  const s3Error = (res: http.ServerResponse, status: number, code: string) => {
+    const text = `<?xml version="1.0" encoding="UTF-8"?><Error><Code>${code}</Code><Message>${code}</Message></Error>`;
+    res.writeHead(status, { "content-type": "application/xml" }).end(text);
+  };
+
+  /** The missing parts of an upload, each with a fresh signed PUT on this fake relay. */
+  function multipartAnswer(upload: FakeMultipartUpload): MultipartAnswer {
+    const count = upload.partSha256.length;
+    const missing = [];
+    for (let n = 1; n <= count; n++) {
+      if (upload.held.has(n)) continue;
+      missing.push({
+        partNumber: n,
+        put: {
+          method: "PUT" as const,
+          url: `${base}/part/${upload.uploadId}/${n}?X-Amz-Signature=${randomBytes(8).toString("hex")}`,
+          headers: {
+            "content-length": String(partLength(upload.storedSize, upload.partSize, n)),
+            "x-amz-checksum-sha256": b64(upload.partSha256[n - 1]!),
+          },
+        },
+      });
+    }
+    return {
+      status: "multipart",
+      uploadId: upload.uploadId,
+      expiresAt: new Date(Date.now() + 3_600_000).toISOString(),
+      partSize: upload.partSize,
+      partCount: count,
+      parts: missing,
+    };
+  }
+
+  /**
+   * A part PUT, as a strict store takes it: streamed, checked against the signed length and
+   * checksum, held only when whole and matching (400 BadDigest otherwise, nothing kept).
+   */
+  function putPart(
+    req: http.IncomingMessage,
+    res: http.ServerResponse,
+    uploadId: string,
+    n: number,
+  ) {
+    parts.inFlight++;
+    parts.maxInFlight = Math.max(parts.maxInFlight, parts.inFlight);
+    const put: PartPut = { uploadId, partNumber: n, bytes: 0, status: 0 };
+    let ended = false;
+    const end = () => {
+      if (ended) return;
+      ended = true;
+      parts.inFlight--;
+      put.status = res.headersSent ? res.statusCode : 0;
+      parts.puts.push(put);
+    };
+    res.once("close", end);
+    const hash = createHash("sha256");
+    const chunks: Buffer[] = [];
+    req.on("data", (chunk: Buffer) => {
+      put.bytes += chunk.length;
+      parts.bytesReceived += chunk.length;
+      hash.update(chunk);
+      chunks.push(chunk);
+      partHook?.(parts.bytesReceived);
+    });
+    req.once("end", () => {
+      const upload = multipart.get(uploadId);
+      if (!upload || upload.file) return s3Error(res, 404, "NoSuchUpload");
+      if (n < 1 || n > upload.partSha256.length) return s3Error(res, 400, "InvalidArgument");
+      const length = partLength(upload.storedSize, upload.partSize, n);
+      const signed =
+        req.headers["content-length"] === String(length) &&
+        req.headers["x-amz-checksum-sha256"] === b64(upload.partSha256[n - 1]!);
+      if (!signed) return s3Error(res, 403, "SignatureDoesNotMatch");
+      if (stalled.has(n)) return; // Never answered.
+      const failure = failures.get(n);
+      if (failure && failure.times > 0) {
+        failure.times--;
+        return s3Error(res, failure.status, "ServiceUnavailable");
+      }
+      if (put.bytes !== length || hash.digest("hex") !== upload.partSha256[n - 1]) {
+        return s3Error(res, 400, "BadDigest");
+      }
+      upload.held.set(n, Buffer.concat(chunks));
+      res.writeHead(200, { etag: `"${randomBytes(8).toString("hex")}"` }).end();
+    });
+  }
 
   function addFile(name: string, bytes: Buffer, contentType: string): FileRecord {
     const now = new Date();
@@ -121,6 +273,11 @@ export async function startFakeRelay(): Promise<FakeRelay> {
   }
 
   const server = http.createServer(async (req, res) => {
+    const part = /^\/part\/([^/?]+)\/(\d+)(\?|$)/.exec(req.url ?? "");
+    if (req.method === "PUT" && part) {
+      calls.push({ method: "PUT", path: `/part/${part[1]}/${part[2]}`, headers: req.headers });
+      return putPart(req, res, part[1]!, Number(part[2]));
+    }
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
     const raw = Buffer.concat(chunks);
@@ -161,12 +318,41 @@ export async function startFakeRelay(): Promise<FakeRelay> {
     if (route === "POST /v1/uploads") {
       const body = call.json as {
         name: string;
+        size: number;
         sha256: string;
         contentType?: string;
         encoding?: string;
         storedSize?: number;
+        storedSha256?: string;
+        partSha256?: unknown;
       };
       if (body.storedSize === undefined) return json(200, { status: "missing" });
+      if (body.partSha256 !== undefined) {
+        const partSize = partSizeFor(body.size);
+        const digests = body.partSha256;
+        const valid =
+          Array.isArray(digests) &&
+          digests.length === partCount(body.storedSize, partSize) &&
+          digests.every((d) => typeof d === "string" && /^[0-9a-f]{64}$/.test(d));
+        if (!valid) {
+          return refuse({ status: 400, code: "invalid_request", message: "bad partSha256" });
+        }
+        const upload: FakeMultipartUpload = {
+          uploadId: id("u"),
+          name: body.name,
+          size: body.size,
+          sha256: body.sha256,
+          contentType: body.contentType ?? "application/octet-stream",
+          encoding: body.encoding ?? "identity",
+          storedSize: body.storedSize,
+          storedSha256: body.storedSha256 ?? "",
+          partSize,
+          partSha256: digests as string[],
+          held: new Map(),
+        };
+        multipart.set(upload.uploadId, upload);
+        return json(201, multipartAnswer(upload));
+      }
       const uploadId = id("u");
       uploads.set(uploadId, {
         name: body.name,
@@ -190,6 +376,36 @@ export async function startFakeRelay(): Promise<FakeRelay> {
       upload.bytes = raw;
       res.writeHead(200).end();
       return;
+    }
+    if (call.method === "GET" && (m = /^\/v1\/uploads\/([^/]+)$/.exec(path))) {
+      const upload = multipart.get(decodeURIComponent(m[1]!));
+      if (!upload) return refuse({ status: 404, code: "upload_not_found" });
+      if (upload.file) {
+        return json(200, { status: "completed", uploadId: upload.uploadId, file: upload.file });
+      }
+      return json(200, multipartAnswer(upload));
+    }
+    if (
+      call.method === "POST" &&
+      (m = /^\/v1\/uploads\/([^/]+)\/complete$/.exec(path)) &&
+      multipart.has(decodeURIComponent(m[1]!))
+    ) {
+      const upload = multipart.get(decodeURIComponent(m[1]!))!;
+      if (upload.file) return json(200, upload.file);
+      if (upload.held.size < upload.partSha256.length) {
+        return refuse({ status: 409, code: "upload_incomplete", message: "parts are missing" });
+      }
+      const stored = Buffer.concat(upload.partSha256.map((_, i) => upload.held.get(i + 1)!));
+      if (stored.length !== upload.storedSize || sha256(stored) !== upload.storedSha256) {
+        return refuse({ status: 409, code: "upload_rejected", message: "stored bytes differ" });
+      }
+      const original = upload.encoding === "gzip" ? gunzipSync(stored) : stored;
+      if (original.length !== upload.size || sha256(original) !== upload.sha256) {
+        return refuse({ status: 409, code: "upload_rejected", message: "original bytes differ" });
+      }
+      upload.file = addFile(upload.name, original, upload.contentType);
+      upload.held.clear(); // The parts became the object.
+      return json(201, upload.file);
     }
     if (call.method === "POST" && (m = /^\/v1\/uploads\/([^/]+)\/complete$/.exec(path))) {
       const upload = uploads.get(m[1]!);
@@ -292,6 +508,24 @@ export async function startFakeRelay(): Promise<FakeRelay> {
     },
     routes() {
       return calls.map((c) => `${c.method} ${c.path}`);
+    },
+    multipart,
+    parts,
+    failPart(partNumber, times, status = 503) {
+      failures.set(partNumber, { times, status });
+    },
+    stallPart(partNumber, stall = true) {
+      if (stall) stalled.add(partNumber);
+      else stalled.delete(partNumber);
+    },
+    onPartBytes(next) {
+      partHook = next;
+    },
+    forgetUpload(uploadId) {
+      multipart.delete(uploadId);
+    },
+    dropPart(uploadId, partNumber) {
+      multipart.get(uploadId)?.held.delete(partNumber);
     },
     async stop() {
       server.closeAllConnections();

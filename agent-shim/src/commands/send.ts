@@ -2,11 +2,12 @@ import { open, opendir, stat } from "node:fs/promises";
 import { basename } from "node:path";
 import { parseCommandArgs } from "../args.js";
 import { ARCHIVE_TYPE, archiveDirectory } from "../archive-build.js";
-import { gzipLevel, relayConfig, retryPolicy, type RetryPolicy } from "../config.js";
+import { gzipLevel, relayConfig, retryPolicy, uploadConcurrency } from "../config.js";
 import { DESTINATION, DESTINATION_SHAPES } from "../destinations.js";
 import { CliError, RefusalError, UsageError, fsError } from "../errors.js";
 import { HELP, USAGE } from "../help.js";
 import { note, print, warn } from "../output.js";
+import { digestPartSize } from "../part-digests.js";
 import {
   gzipPays,
   gzipToTemp,
@@ -16,10 +17,11 @@ import {
   changedWhileSending,
   type StoredBytes,
 } from "../prepare.js";
-import { RelayClient, type DeliveryRecord, type FileRecord } from "../relay-client.js";
+import { RelayClient, type DeliveryRecord } from "../relay-client.js";
 import type { FailedDelivery, SendResult } from "../send-result.js";
+import { sendStored, type SendContext, type Sent } from "../send-stored.js";
 import { SentCache } from "../sent-cache.js";
-import { putStoredBytes } from "../upload.js";
+import { UploadStates } from "../upload-state.js";
 
 const OPTIONS = {
   to: { type: "string", multiple: true },
@@ -60,14 +62,21 @@ export async function send(args: string[]): Promise<void> {
 
   const policy = retryPolicy();
   const relay = new RelayClient(relayConfig(), policy);
-  const options = { level: gzipLevel(), policy, sent: await SentCache.load() };
+  const options: SendOptions = {
+    relay,
+    policy,
+    concurrency: uploadConcurrency(),
+    states: UploadStates.at(),
+    level: gzipLevel(),
+    sent: await SentCache.load(),
+  };
   const isDirectory = new Map<string, boolean>();
   for (const path of paths) isDirectory.set(path, await checkSendable(path));
   let failed = false;
   for (const path of paths) {
     const result = isDirectory.get(path)
-      ? await sendDirectory(relay, path, options)
-      : await sendFile(relay, path, options).finally(() => options.sent.save());
+      ? await sendDirectory(path, options)
+      : await sendFile(path, options).finally(() => options.sent.save());
     // First: the file is sent, whatever becomes of deliveries.
     if (values["media-tag"]) print(`MEDIA:${result.url}`);
     else if (!values.json) print(result.url);
@@ -79,6 +88,12 @@ export async function send(args: string[]): Promise<void> {
     if (values.json) print(JSON.stringify(result));
   }
   if (failed) process.exitCode = 1;
+}
+
+/** How every file of one `send` goes up. */
+interface SendOptions extends SendContext {
+  level: number;
+  sent: SentCache;
 }
 
 /** Delivers one sent file to one destination, reporting the outcome on stderr. */
@@ -138,40 +153,36 @@ async function checkSendable(path: string): Promise<boolean> {
  * Sends a directory as one `<dir>.tar.gz`, packed into a temp file first (streaming) and
  * uploaded as it is: already compressed, so with the identity encoding.
  */
-async function sendDirectory(
-  relay: RelayClient,
-  path: string,
-  { level, policy }: { level: number; policy: RetryPolicy },
-): Promise<SendResult> {
-  const archive = await archiveDirectory(path, level);
+async function sendDirectory(path: string, options: SendOptions): Promise<SendResult> {
+  const { mtimeMs } = await stat(path).catch((err: unknown) => {
+    throw fsError("read", path, err);
+  });
+  const archive = await archiveDirectory(path, options.level);
   try {
     const { name, storedSize: size, storedSha256: sha256, files } = archive;
-    const answer = await relay.declareUpload({
+    const declaration = {
       name,
       size,
       sha256,
       contentType: ARCHIVE_TYPE,
-      encoding: "identity",
+      encoding: "identity" as const,
       storedSize: size,
       storedSha256: sha256,
+    };
+    const sent = await sendStored(options, {
+      declaration,
+      stored: archive,
+      source: { path, mtimeMs },
     });
-    const extra = { archive: true as const, files };
-    if (answer.status === "deduped") return { ...result(answer.file, true, 0), ...extra };
-    if (answer.status === "missing") throw new CliError(`relay asked again how ${name} is stored`);
-    await putStoredBytes(answer.put, archive, name, policy);
-    const file = await relay.completeUpload(answer.uploadId, name);
-    return { ...result(file, false, size), ...extra };
+    return { ...result(sent), archive: true, files };
   } finally {
     await archive.dispose();
   }
 }
 
 /** Hash, probe for a dedup hit, gzip where it pays, declare, PUT, complete. */
-async function sendFile(
-  relay: RelayClient,
-  path: string,
-  { level, policy, sent }: { level: number; policy: RetryPolicy; sent: SentCache },
-): Promise<SendResult> {
+async function sendFile(path: string, options: SendOptions): Promise<SendResult> {
+  const { relay, level, sent } = options;
   const name = basename(path);
   // gzip (where it pays) starts alongside the hash pass, on the other core: its output is
   // ready sooner than after a pass of its own. A file sent before is probably a dedup hit,
@@ -180,17 +191,20 @@ async function sendFile(
   const { size, mtimeMs } = head;
   const abandon = new AbortController();
   const pays = gzipPays(head, level);
-  const startGzip = () => gzipToTemp(path, level, abandon.signal);
+  // Bytes that may go up in parts get their part digests in the pass that makes them.
+  const startGzip = () => gzipToTemp(path, level, abandon.signal, digestPartSize(size, true));
   let gzipping = pays && !sent.has(path, size, mtimeMs) ? startGzip() : null;
   gzipping?.catch(() => {}); // a failure is reported where it is awaited, not as unhandled
   let stored: StoredBytes | undefined;
   try {
-    const file = await hashFile(path);
+    const file = await hashFile(path, pays ? undefined : digestPartSize(size, false));
     const original = { name, size: file.size, sha256: file.sha256, contentType: head.contentType };
     const probe = await relay.declareUpload(original);
     sent.record(path, { size, mtimeMs, sha256: file.sha256 });
-    if (probe.status === "deduped") return result(probe.file, true, 0);
-    if (probe.status === "upload") {
+    if (probe.status === "deduped") {
+      return result({ file: probe.file, deduped: true, uploadedBytes: 0 });
+    }
+    if (probe.status === "upload" || probe.status === "multipart") {
       throw new CliError(`relay asked to upload ${name} before knowing how it is stored`);
     }
 
@@ -203,11 +217,9 @@ async function sendFile(
       throw changedWhileSending(path);
     }
     const { encoding, storedSize, storedSha256 } = stored;
-    const answer = await relay.declareUpload({ ...original, encoding, storedSize, storedSha256 });
-    if (answer.status === "deduped") return result(answer.file, true, 0); // Someone stored it meanwhile.
-    if (answer.status === "missing") throw new CliError(`relay asked again how ${name} is stored`);
-    await putStoredBytes(answer.put, stored, name, policy);
-    return result(await relay.completeUpload(answer.uploadId, name), false, storedSize);
+    const declaration = { ...original, encoding, storedSize, storedSha256 };
+    // A dedup hit now means someone stored it meanwhile.
+    return result(await sendStored(options, { declaration, stored, source: { path, mtimeMs } }));
   } finally {
     abandon.abort();
     // The temp copy goes whether it was used, finished unused, or was cut short.
@@ -216,7 +228,7 @@ async function sendFile(
   }
 }
 
-function result(file: FileRecord, deduped: boolean, uploadedBytes: number): SendResult {
+function result({ file, deduped, uploadedBytes }: Sent): SendResult {
   const { fileId, name, size, sha256, url, expiresAt } = file;
   return { fileId, name, size, sha256, url, expiresAt, deduped, uploadedBytes, deliveries: [] };
 }

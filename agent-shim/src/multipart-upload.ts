@@ -1,0 +1,138 @@
+import { createReadStream } from "node:fs";
+import type { RetryPolicy } from "./config.js";
+import { DigestStream } from "./digest.js";
+import { CliError, fsError } from "./errors.js";
+import { readText, request, statusError } from "./http.js";
+import { changedWhileSending } from "./prepare.js";
+import { Progress } from "./progress.js";
+import type { MultipartAnswer, PartUpload } from "./relay-client.js";
+import { withRetry } from "./retry.js";
+import { isRetryableStorageAnswer } from "./upload.js";
+import { partLength } from "../../src/part-plan.js";
+
+/** Stored bytes on disk to go up in parts, and how. */
+export interface PartsJob {
+  /** Where the stored bytes are. */
+  path: string;
+  storedSize: number;
+  partSize: number;
+  /** The SHA-256 of each part, in order: what each part is checked against on its way out. */
+  partSha256: string[];
+  /** The file's name, for messages and the progress bar. */
+  label: string;
+  policy: RetryPolicy;
+  /** Parts in flight at once. */
+  concurrency: number;
+}
+
+/**
+ * PUTs the parts `upload` lists as missing, up to `concurrency` at once, each streamed from disk
+ * and checked against its digest on the way out, each retried on its own. The first part to
+ * fail for good stops the others and its error ends the upload. One progress bar covers all the
+ * stored bytes, starting at those already held. Returns the bytes stored by this call.
+ */
+export async function putParts(upload: MultipartAnswer, job: PartsJob): Promise<number> {
+  const missing = checkedParts(upload, job);
+  const lengths = missing.map((part) => partLength(job.storedSize, job.partSize, part.partNumber));
+  const missingBytes = lengths.reduce((sum, length) => sum + length, 0);
+  const progress = new Progress(job.label, job.storedSize, job.storedSize - missingBytes);
+  const stop = new AbortController();
+  let failure: { error: unknown } | undefined;
+  let uploaded = 0;
+  let next = 0;
+
+  const worker = async (): Promise<void> => {
+    while (!stop.signal.aborted && next < missing.length) {
+      const index = next++;
+      try {
+        await putPart(missing[index]!, job, progress, stop.signal);
+        uploaded += lengths[index]!;
+      } catch (error) {
+        if (!stop.signal.aborted) {
+          failure = { error };
+          stop.abort(error);
+        }
+        return;
+      }
+    }
+  };
+  try {
+    const workers = Math.min(job.concurrency, missing.length);
+    await Promise.all(Array.from({ length: workers }, worker));
+  } finally {
+    progress.finish();
+  }
+  if (failure) throw failure.error;
+  return uploaded;
+}
+
+/** The missing parts, once the relay's plan is known to match ours; in order. */
+function checkedParts(upload: MultipartAnswer, job: PartsJob): PartUpload[] {
+  const count = job.partSha256.length;
+  const mismatch = () =>
+    new CliError(`relay planned the parts of ${job.label} differently than airlock did`);
+  if (upload.partSize !== job.partSize || upload.partCount !== count) throw mismatch();
+  const seen = new Set<number>();
+  for (const { partNumber, put } of upload.parts) {
+    const valid = Number.isInteger(partNumber) && partNumber >= 1 && partNumber <= count;
+    if (!valid || seen.has(partNumber) || typeof put?.url !== "string") throw mismatch();
+    seen.add(partNumber);
+  }
+  return [...upload.parts].sort((a, b) => a.partNumber - b.partNumber);
+}
+
+/** PUTs one part with exactly its signed headers, retried per the policy until `signal` ends it. */
+async function putPart(
+  { partNumber, put }: PartUpload,
+  job: PartsJob,
+  progress: Progress,
+  signal: AbortSignal,
+): Promise<void> {
+  const { path, partSize, storedSize, label } = job;
+  const count = job.partSha256.length;
+  const start = (partNumber - 1) * partSize;
+  const length = partLength(storedSize, partSize, partNumber);
+  const which = `${label} (part ${partNumber} of ${count})`;
+  const origin = new URL(put.url).origin; // The signed query string stays out of messages.
+  const target = { service: "storage" as const, url: origin, action: `upload of ${which}` };
+  await withRetry(
+    job.policy,
+    target,
+    async () => {
+      let changed = false;
+      const digest = new DigestStream({
+        bytes: length,
+        sha256: job.partSha256[partNumber - 1]!,
+        mismatch: () => {
+          changed = true;
+          return changedWhileSending(label);
+        },
+      });
+      const input = createReadStream(path, { start, end: start + length - 1 });
+      const body = progress.meter();
+      input.once("error", (err) => body.destroy(fsError("read", path, err)));
+      digest.once("error", (err) => body.destroy(err));
+      body.once("close", () => input.destroy());
+      input.pipe(digest).pipe(body);
+      try {
+        const res = await request({ ...put, body, signal });
+        const text = await readText(res);
+        const status = res.statusCode ?? 0;
+        if (status >= 200 && status < 300) return;
+        // The store refuses bytes that do not match the signed checksum: name the cause.
+        if (changed) throw changedWhileSending(label);
+        throw statusError(
+          res,
+          text,
+          `storage refused upload of ${which}`,
+          isRetryableStorageAnswer,
+        );
+      } catch (err) {
+        body.destroy();
+        progress.rewind(body.bytes); // This part goes again from its start, or not at all.
+        throw err;
+      }
+    },
+    signal,
+  );
+}
