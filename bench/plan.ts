@@ -5,6 +5,7 @@ import { createFile, type BenchFile, type Kind } from "./corpus";
 import { dedupResend, type Dedup } from "./dedup";
 import { compareDirectory } from "./directory";
 import { MiB, describeRow } from "./format";
+import { partsInFlight, resumeAfterKill, type Resume } from "./multipart";
 import { createTree } from "./tree";
 
 /** Everything one benchmark run measured. */
@@ -15,6 +16,10 @@ export interface Results {
   dedups: Dedup[];
   /** `airlock send <dir>` vs `tar czf` + `curl -T`, and the baseline's two steps. */
   dirRows: Row[];
+  /** A large random send at each AIRLOCK_UPLOAD_CONCURRENCY. */
+  partRows: Row[];
+  /** The same send killed half-way, then run again. */
+  resume?: Resume;
 }
 
 const KINDS: Kind[] = ["random", "text"];
@@ -22,14 +27,22 @@ const KINDS: Kind[] = ["random", "text"];
 /**
  * The whole plan: each kind at each size (shim, curl, base64 over exec); at the largest of those
  * sizes also the dedup re-send, and for text the gzip levels and the step-by-step breakdown; then
- * (full mode) 1 GiB of each kind for peak RSS; last, a directory of small files (10,000, or 1,000
- * with --quick). `runs` runs per case, interleaved; base64 over exec runs once at 128 MiB and not
+ * (full mode) 1 GiB of each kind for peak RSS, and for random 1 GiB (256 MiB with --quick) the
+ * parts in flight and a send killed half-way then resumed; last, a directory of small files
+ * (10,000, or 1,000 with --quick). `runs` runs per case, interleaved; base64 over exec runs once at 128 MiB and not
  * at 1 GiB.
  */
 export async function measureAll(ctx: Context, quick: boolean): Promise<Results> {
   const runs = quick ? 1 : 3;
   const sizes = quick ? [1 * MiB, 16 * MiB] : [1 * MiB, 16 * MiB, 128 * MiB];
-  const results: Results = { rows: [], gzipRows: [], stepRows: [], dedups: [], dirRows: [] };
+  const results: Results = {
+    rows: [],
+    gzipRows: [],
+    stepRows: [],
+    dedups: [],
+    dirRows: [],
+    partRows: [],
+  };
   // Each result is logged as it comes, so that a failing run still shows what it measured.
   const record = (into: Row[], measured: Row[]) => {
     for (const row of measured) ctx.log(`= ${describeRow(row)}`);
@@ -50,12 +63,14 @@ export async function measureAll(ctx: Context, quick: boolean): Promise<Results>
       });
     }
   }
-  if (!quick) {
-    for (const kind of KINDS) {
-      await withFile(ctx, kind, 1024 * MiB, async (file) => {
-        record(results.rows, await compareTools(ctx, file, 1, 0));
-      });
-    }
+  for (const kind of KINDS) {
+    if (quick && kind === "text") continue;
+    await withFile(ctx, kind, quick ? 256 * MiB : 1024 * MiB, async (file) => {
+      if (!quick) record(results.rows, await compareTools(ctx, file, 1, 0));
+      if (kind !== "random") return;
+      record(results.partRows, await partsInFlight(ctx, file));
+      results.resume = await resumeAfterKill(ctx, file);
+    });
   }
   const files = quick ? 1_000 : 10_000;
   ctx.log(`generating a directory of ${files} small files`);

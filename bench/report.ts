@@ -4,6 +4,7 @@ import type { Row } from "./context";
 import type { Dedup } from "./dedup";
 import { DIR_BASELINE } from "./directory";
 import { formatMs, formatRatio, formatRss, formatSent, formatSize, MiB } from "./format";
+import type { Resume } from "./multipart";
 import type { Target } from "./targets";
 
 export interface Report {
@@ -18,6 +19,8 @@ export interface Report {
   stepRows: Row[];
   dedups: Dedup[];
   dirRows: Row[];
+  partRows: Row[];
+  resume?: Resume;
   targets: Target[];
   warnings: string[];
 }
@@ -65,9 +68,37 @@ const baselineWall = (rows: Row[], row: Row) =>
     ? undefined
     : rows.find((r) => r.label === row.label && r.tool === DIR_BASELINE)?.wallMs;
 
+function resumeTable(r: Resume): string {
+  const missingShare = r.missingBytes / r.size;
+  return table(
+    [
+      "size",
+      "uninterrupted send",
+      "killed after",
+      "re-run",
+      "killed + re-run vs uninterrupted",
+      "re-run vs uninterrupted × missing share",
+      "parts missing after the kill",
+      "bytes re-sent / missing",
+    ],
+    [
+      [
+        formatSize(r.size),
+        formatMs(r.fullMs),
+        formatMs(r.killedAfterMs),
+        formatMs(r.resumeMs),
+        formatRatio((r.killedAfterMs + r.resumeMs) / r.fullMs),
+        formatRatio(r.resumeMs / (r.fullMs * missingShare)),
+        `${r.missingParts} of ${r.partCount} (${formatSize(r.partSize)} each)`,
+        `${formatSize(r.resentBytes)} / ${formatSize(r.missingBytes)}`,
+      ],
+    ],
+  );
+}
+
 /** The whole report as markdown. */
 export function renderReport(report: Report): string {
-  const { rows, gzipRows, stepRows, dedups, dirRows, targets, warnings } = report;
+  const { rows, gzipRows, stepRows, dedups, dirRows, partRows, resume, targets, warnings } = report;
   const dedupRows = dedups.flatMap((d) => [d.resend, d.sha256sum, d.nodeHash, d.probe]);
   const out = [
     "# Airlock send benchmark",
@@ -114,6 +145,17 @@ export function renderReport(report: Report): string {
       dirRows.map((row) => rowCells(row, baselineWall(dirRows, row))),
     ),
     "",
+    "## Large sends: parts in flight (AIRLOCK_UPLOAD_CONCURRENCY)",
+    "",
+    table(
+      HEADER,
+      partRows.map((row) => rowCells(row, curlWall(rows, row))),
+    ),
+    "",
+    "## Large sends: killed with SIGKILL at 50 %, then run again",
+    "",
+    resume ? resumeTable(resume) : "not measured",
+    "",
     "## Targets",
     "",
     table(
@@ -136,6 +178,8 @@ export function renderReport(report: Report): string {
     "- Directory: a deterministic tree of small source-like text files (200 B – 8 KiB, log-uniform; 40 per leaf directory, leaves 1–3 levels deep) in the temp dir; before every send one file's first line is rewritten (same size), so each archive is unseen. Size = the files' bytes; bytes sent = the `.tar.gz` (shim: its `uploadedBytes`, gzip level 1; tar: GNU tar's default gzip -6).",
     "- `airlock send <dir>`: `node dist/airlock.mjs send <dir> --json`, spawn to exit (walk, tar, gzip and hash into a temp file, declare, PUT, complete). Baseline: `tar czf <tmp>/<dir>.tar.gz -C <parent> <dir>` timed, then (untimed) the archive is hashed and declared with `POST /v1/uploads`, then `curl -T <dir>.tar.gz` to the presigned PUT timed (as above), then complete (untimed); its wall = tar + curl. `tar czf - dir | curl -T -` cannot be measured as such: the presigned PUT is signed for an exact Content-Length and x-amz-checksum-sha256, declared before the bytes go.",
     "- Dedup budget = median `sha256sum` of the file + 2 × median `POST /v1/uploads` probe by curl (a fresh process and connection each).",
+    "- Parts in flight: one send of a fresh variant of the random file per `AIRLOCK_UPLOAD_CONCURRENCY` (8 MiB parts above 64 MiB of stored bytes; on R2 each part is a PUT to the relay, which hashes it into the binding's multipart upload).",
+    "- Resume: an uninterrupted send of a fresh variant; then another fresh variant sent with its own cache dir, polled with `GET /v1/uploads/:id` (upload id from the shim's state file) every 50 ms and sent SIGKILL once the relay reports half the parts stored; then the same `airlock send` again, spawn to exit. Bytes re-sent = its `uploadedBytes`; missing = the parts `GET /v1/uploads/:id` listed as missing after the kill. The second run hashes the whole file again before it asks the relay (the state file is keyed by path, size, mtime and SHA-256).",
     "",
   ];
   return out.join("\n");

@@ -29,6 +29,26 @@ export async function assertShimBuilt(): Promise<void> {
 }
 
 /**
+ * The shim's environment: this session, temp files in `tmpDir`, the shim's own defaults unless
+ * `extra` says otherwise (no AIRLOCK_* leaks in from the benchmark's environment).
+ */
+export function shimEnv(
+  session: Session,
+  tmpDir: string,
+  extra: Record<string, string> = {},
+): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...process.env };
+  for (const name of Object.keys(env)) if (name.startsWith("AIRLOCK_")) delete env[name];
+  return {
+    ...env,
+    AIRLOCK_URL: session.url,
+    AIRLOCK_TOKEN: session.token,
+    TMPDIR: tmpDir,
+    ...extra,
+  };
+}
+
+/**
  * `node dist/airlock.mjs send <path> --json` as an agent runs it, timed from spawn to exit. Its
  * temp files go to `tmpDir`; `gzipLevel` sets `AIRLOCK_GZIP_LEVEL` (the shim's default otherwise).
  */
@@ -36,15 +56,9 @@ export async function shimSend(
   meter: Meter,
   session: Session,
   path: string,
-  options: { tmpDir: string; gzipLevel?: number },
+  options: { tmpDir: string; gzipLevel?: number; env?: Record<string, string> },
 ): Promise<ShimSend> {
-  const env: NodeJS.ProcessEnv = {
-    ...process.env,
-    AIRLOCK_URL: session.url,
-    AIRLOCK_TOKEN: session.token,
-    TMPDIR: options.tmpDir,
-  };
-  delete env.AIRLOCK_GZIP_LEVEL;
+  const env = shimEnv(session, options.tmpDir, options.env);
   if (options.gzipLevel !== undefined) env.AIRLOCK_GZIP_LEVEL = String(options.gzipLevel);
   const run = await meter.run(process.execPath, [SHIM, "send", path, "--json"], { env });
   const result = JSON.parse(run.stdout.trim().split("\n").pop()!) as SendJson;

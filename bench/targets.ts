@@ -3,6 +3,7 @@ import type { Dedup } from "./dedup";
 import { DIR_BASELINE, DIR_SHIM } from "./directory";
 import type { Kind } from "./corpus";
 import { formatMs, formatSize, MiB } from "./format";
+import type { Resume } from "./multipart";
 
 /** One target of the issue, with what was measured against it. */
 export interface Target {
@@ -15,6 +16,7 @@ export interface Measurements {
   rows: Row[];
   dedups: Dedup[];
   dirRows: Row[];
+  resume?: Resume;
 }
 
 const find = (rows: Row[], kind: Kind, size: number, tool: string) =>
@@ -30,7 +32,7 @@ function target(name: string, measured: string | undefined, pass: boolean): Targ
 }
 
 /** Every target of the issue, evaluated on what this run measured. */
-export function evaluateTargets({ rows, dedups, dirRows }: Measurements): Target[] {
+export function evaluateTargets({ rows, dedups, dirRows, resume }: Measurements): Target[] {
   const big = 128 * MiB;
   const targets: Target[] = [];
 
@@ -123,6 +125,24 @@ export function evaluateTargets({ rows, dedups, dirRows }: Measurements): Target
     );
   } else {
     targets.push(target(dirName, undefined, false));
+  }
+  const resumeName = "1 GiB send killed at 50 %: the re-run sends ≤ the missing parts + one part";
+  if (resume) {
+    const measured =
+      `${formatSize(resume.resentBytes)} re-sent, ${formatSize(resume.missingBytes)} missing; ` +
+      `killed + re-run ${((resume.killedAfterMs + resume.resumeMs) / resume.fullMs).toFixed(2)}× an uninterrupted send`;
+    const pass = resume.resentBytes <= resume.missingBytes + resume.partSize;
+    targets.push(
+      resume.size === 1024 * MiB
+        ? target(resumeName, measured, pass)
+        : {
+            name: resumeName,
+            measured: `${measured}, ${formatSize(resume.size)} only`,
+            result: "not measured",
+          },
+    );
+  } else {
+    targets.push(target(resumeName, undefined, false));
   }
   return targets;
 }

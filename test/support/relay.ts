@@ -16,6 +16,8 @@ export interface RunningRelay {
   /** The process group of wrangler and its workerd (for measurements). */
   processGroup: number;
   adminToken: string;
+  /** The last 64 KiB of what wrangler and the Worker logged (to explain a failure). */
+  output(): string;
   mintSession(body?: object): Promise<{ sessionId: string; token: string; expiresAt: string }>;
   stop(): Promise<void>;
 }
@@ -84,9 +86,11 @@ export async function startRelay(options: RelayOptions = {}): Promise<RunningRel
     detached: true,
     stdio: ["ignore", "pipe", "pipe"],
   });
+  // Only the tail is kept (for start-up failures): a long run logs far more than a string holds.
   let output = "";
-  child.stdout?.on("data", (chunk: Buffer) => (output += chunk.toString()));
-  child.stderr?.on("data", (chunk: Buffer) => (output += chunk.toString()));
+  const keep = (chunk: Buffer) => (output = (output + chunk.toString()).slice(-64 * 1024));
+  child.stdout?.on("data", keep);
+  child.stderr?.on("data", keep);
 
   const url = `http://127.0.0.1:${port}`;
   const stop = async () => {
@@ -103,6 +107,7 @@ export async function startRelay(options: RelayOptions = {}): Promise<RunningRel
     url,
     processGroup: child.pid ?? 0,
     adminToken: TEST_ADMIN_TOKEN,
+    output: () => output,
     async mintSession(body = {}) {
       const response = await fetch(`${url}/v1/sessions`, {
         method: "POST",
