@@ -1,6 +1,12 @@
+import { createHash } from "node:crypto";
+import { mkdtemp, open, rm, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { partSizeFor } from "../src/part-plan";
 import type { Measured, Meter } from "./measure";
 import {
   complete,
+  declareMultipart,
+  waitUntilVerified,
   declareUpload,
   describe,
   probeCurlArgs,
@@ -60,4 +66,63 @@ export function nodeHash(meter: Meter, path: string): Promise<Measured> {
 /** One `POST /v1/uploads` dedup probe by curl: a request's cost, start-up and connect included. */
 export function probeRequest(meter: Meter, session: Session, file: Original): Promise<Measured> {
   return meter.run("curl", probeCurlArgs(session, file));
+}
+
+/**
+ * The parts baseline: the file cut into part files (untimed), declared as a multipart upload
+ * (untimed), then one `curl --parallel` process PUTs every part to its signed URL with exactly
+ * its headers, `inFlight` at a time (timed), then complete (untimed).
+ */
+export async function curlParts(
+  meter: Meter,
+  session: Session,
+  path: string,
+  tmpDir: string,
+  inFlight: number,
+  warn: (message: string) => void,
+): Promise<Measured & { bytesSent: number }> {
+  const file = await describe(path, "application/octet-stream");
+  const partSize = partSizeFor(file.size);
+  const dir = await mkdtemp(join(tmpDir, "parts-"));
+  try {
+    const partFiles: string[] = [];
+    const partSha256: string[] = [];
+    const source = await open(path, "r");
+    try {
+      const buffer = Buffer.alloc(partSize);
+      for (let n = 1; (n - 1) * partSize < file.size; n++) {
+        const { bytesRead } = await source.read(buffer, 0, partSize, (n - 1) * partSize);
+        const bytes = buffer.subarray(0, bytesRead);
+        const partFile = join(dir, `part-${n}`);
+        await writeFile(partFile, bytes);
+        partFiles.push(partFile);
+        partSha256.push(createHash("sha256").update(bytes).digest("hex"));
+      }
+    } finally {
+      await source.close();
+    }
+    const upload = await declareMultipart(session, file, partSha256);
+    const config = upload.parts.flatMap(({ partNumber, put }) => [
+      `url = "${put.url}"`,
+      `upload-file = "${partFiles[partNumber - 1]}"`,
+      `request = "${put.method}"`,
+      'header = "Expect:"',
+      ...Object.entries(put.headers).map(([name, value]) => `header = "${name}: ${value}"`),
+      "output = /dev/null",
+      "next",
+    ]);
+    config.pop(); // `next` separates transfers; a trailing one would start an empty transfer
+    const configFile = join(dir, "curl.conf");
+    await writeFile(configFile, config.join("\n"));
+    const run = await meter.run("curl", [
+      ...["-sS", "-f", "--parallel", "--parallel-max", String(inFlight)],
+      ...["-K", configFile],
+    ]);
+    await complete(session, upload.uploadId, (m) => warn(`untimed complete after curl: ${m}`));
+    if (!(await waitUntilVerified(session, file)))
+      throw new Error("the relay had not verified the parts uploaded by curl after 3 minutes");
+    return { ...run, bytesSent: file.size };
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
 }

@@ -7,15 +7,35 @@ import { mkdtemp, readFile, readdir, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import type { MultipartAnswer } from "../src/wire-types";
-import { summarize, type Context, type Row } from "./context";
+import { curlParts } from "./baselines";
+import { remeasureOn503, summarize, type Context, type Row } from "./context";
 import type { BenchFile } from "./corpus";
 import { SHIM, shimEnv, shimSend } from "./shim";
 
 export const CONCURRENCY_LEVELS = [1, 2, 4, 8];
 
-/** `airlock send` of fresh variants of `file` at each AIRLOCK_UPLOAD_CONCURRENCY. */
+/** The curl baseline for parts: `curl --parallel` of the part PUTs, this many at once. */
+export const CURL_PARTS_IN_FLIGHT = 4;
+
+/**
+ * `airlock send` of fresh variants of `file` at each AIRLOCK_UPLOAD_CONCURRENCY, and the same
+ * part PUTs by `curl --parallel` (the transport's own cost for parts, without the shim).
+ */
 export async function partsInFlight(ctx: Context, file: BenchFile): Promise<Row[]> {
   const rows: Row[] = [];
+  ctx.log(`${file.kind} ${file.size} bytes, curl --parallel of the parts`);
+  await file.fresh();
+  const curl = await remeasureOn503(ctx, "curl parts", () =>
+    curlParts(ctx.meter, ctx.session, file.path, ctx.tmpDir, CURL_PARTS_IN_FLIGHT, ctx.warn),
+  );
+  rows.push(
+    summarize(
+      file,
+      `${file.kind}, ${CURL_PARTS_IN_FLIGHT} parts in flight`,
+      "curl --parallel (part PUTs)",
+      [{ wallMs: curl.wallMs, rssMiB: curl.rssMiB, bytesSent: curl.bytesSent }],
+    ),
+  );
   for (const level of CONCURRENCY_LEVELS) {
     ctx.log(`${file.kind} ${file.size} bytes, AIRLOCK_UPLOAD_CONCURRENCY=${level}`);
     await file.fresh();

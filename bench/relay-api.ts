@@ -56,6 +56,23 @@ export async function declareUpload(
   return answer as { uploadId: string; put: PutInstructions };
 }
 
+/** Declares an identity multipart upload with the given part digests; returns its part PUTs. */
+export async function declareMultipart(
+  session: Session,
+  file: Original,
+  partSha256: string[],
+): Promise<{
+  uploadId: string;
+  partSize: number;
+  parts: { partNumber: number; put: PutInstructions }[];
+}> {
+  const stored = { encoding: "identity", storedSize: file.size, storedSha256: file.sha256 };
+  const answer = await call(session, "/v1/uploads", { ...file, ...stored, partSha256 });
+  if (answer.status !== "multipart")
+    throw new Error(`expected a multipart upload, got ${JSON.stringify(answer).slice(0, 200)}`);
+  return answer as unknown as Awaited<ReturnType<typeof declareMultipart>>;
+}
+
 /**
  * Completes an upload so that the relay records its content. Given `onRetry`, a 503 is retried (up
  * to 5 times, 0.5 s apart) and reported through it: `wrangler dev`'s proxy answers the request
@@ -77,6 +94,20 @@ export async function complete(
       await new Promise((resolve) => setTimeout(resolve, 500));
     }
   }
+}
+
+/**
+ * Waits until the relay has read back and verified a file it took in parts (it does so after
+ * answering `complete`), so that its hashing does not slow the next measurement: polls the
+ * dedup probe, which hits once the content is verified (each hit adds a file record).
+ */
+export async function waitUntilVerified(session: Session, file: Original, timeoutMs = 180_000) {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if ((await call(session, "/v1/uploads", file)).status === "deduped") return true;
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+  return false;
 }
 
 /** The `POST /v1/uploads` probe the shim sends first, as curl arguments (for timing it). */

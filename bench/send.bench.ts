@@ -64,7 +64,8 @@ async function main(): Promise<void> {
   try {
     log("starting the relay (wrangler dev, local R2 + D1)");
     relay = await startRelay({ vars: { MAX_FILE_BYTES: String(2 * 1024 * MiB) } });
-    const { token } = await relay.mintSession({ ttlSeconds: 86_400 });
+    // Settling after each send adds a dedup-hit file per upload: room for a few hundred GiB.
+    const { token } = await relay.mintSession({ ttlSeconds: 86_400, quotaBytes: 1024 ** 4 });
     const ctx: Context = {
       meter: new Meter(work),
       session: { url: relay.url, token },

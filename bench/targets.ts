@@ -14,6 +14,7 @@ export interface Target {
 
 export interface Measurements {
   rows: Row[];
+  partRows: Row[];
   dedups: Dedup[];
   dirRows: Row[];
   resume?: Resume;
@@ -32,7 +33,13 @@ function target(name: string, measured: string | undefined, pass: boolean): Targ
 }
 
 /** Every target of the issue, evaluated on what this run measured. */
-export function evaluateTargets({ rows, dedups, dirRows, resume }: Measurements): Target[] {
+export function evaluateTargets({
+  rows,
+  partRows,
+  dedups,
+  dirRows,
+  resume,
+}: Measurements): Target[] {
   const big = 128 * MiB;
   const targets: Target[] = [];
 
@@ -83,6 +90,28 @@ export function evaluateTargets({ rows, dedups, dirRows, resume }: Measurements)
       ),
     );
   }
+
+  const gShim = shimOf(rows, "random", 1024 * MiB);
+  const gCurl = curlOf(rows, "random", 1024 * MiB);
+  const gParts = partRows.find((r) => r.tool.startsWith("curl") && r.size === 1024 * MiB);
+  targets.push(
+    target(
+      "random 1 GiB: airlock send (in parts) ≤ 1.3× curl -T (one PUT)",
+      gShim && gCurl
+        ? `${(gShim.wallMs / gCurl.wallMs).toFixed(2)}× (${formatMs(gShim.wallMs)} vs ${formatMs(gCurl.wallMs)})`
+        : undefined,
+      !!gShim && !!gCurl && gShim.wallMs <= 1.3 * gCurl.wallMs,
+    ),
+  );
+  targets.push(
+    target(
+      "random 1 GiB: airlock send ≤ 1.3× curl --parallel of the same part PUTs",
+      gShim && gParts
+        ? `${(gShim.wallMs / gParts.wallMs).toFixed(2)}× (${formatMs(gShim.wallMs)} vs ${formatMs(gParts.wallMs)})`
+        : undefined,
+      !!gShim && !!gParts && gShim.wallMs <= 1.3 * gParts.wallMs,
+    ),
+  );
 
   for (const kind of ["random", "text"] as const) {
     const shim = shimOf(rows, kind, 1024 * MiB);
