@@ -20,6 +20,7 @@ export async function freshShimSend(
   await file.fresh();
   const run = await shimSend(ctx.meter, ctx.session, file.path, { tmpDir: ctx.tmpDir, gzipLevel });
   checkUploaded(run, file);
+  await ctx.settle(run.result);
   return { wallMs: run.wallMs, rssMiB: run.rssMiB, bytesSent: run.result.uploadedBytes };
 }
 

@@ -10,6 +10,11 @@ export interface Context {
   log(message: string): void;
   /** Logs a problem with the run itself; the report lists every warning. */
   warn(message: string): void;
+  /**
+   * Called after every upload: the relay reads gzip and multipart uploads back after it
+   * answers, and that work must not slow the next measurement (see send.bench.ts).
+   */
+  settle(sent: { size: number; sha256: string; deduped?: boolean }): Promise<void>;
 }
 
 /** One measured sample of a tool on one fresh variant of a file. */

@@ -28,6 +28,7 @@ export async function partsInFlight(ctx: Context, file: BenchFile): Promise<Row[
   const curl = await remeasureOn503(ctx, "curl parts", () =>
     curlParts(ctx.meter, ctx.session, file.path, ctx.tmpDir, CURL_PARTS_IN_FLIGHT, ctx.warn),
   );
+  await ctx.settle({ size: file.size, sha256: "" });
   rows.push(
     summarize(
       file,
@@ -44,6 +45,7 @@ export async function partsInFlight(ctx: Context, file: BenchFile): Promise<Row[
       env: { AIRLOCK_UPLOAD_CONCURRENCY: String(level) },
     });
     const sample = { wallMs: run.wallMs, rssMiB: run.rssMiB, bytesSent: run.result.uploadedBytes };
+    await ctx.settle(run.result);
     rows.push(
       summarize(
         file,
@@ -78,6 +80,7 @@ export async function resumeAfterKill(ctx: Context, file: BenchFile): Promise<Re
   ctx.log(`resume: uninterrupted send of ${file.size} bytes`);
   await file.fresh();
   const full = await shimSend(ctx.meter, ctx.session, file.path, { tmpDir: ctx.tmpDir });
+  await ctx.settle(full.result);
 
   await file.fresh();
   const cache = await mkdtemp(join(ctx.tmpDir, "cache-"));
@@ -92,6 +95,7 @@ export async function resumeAfterKill(ctx: Context, file: BenchFile): Promise<Re
       env: { XDG_CACHE_HOME: cache },
     });
     const resumeMs = performance.now() - started;
+    await ctx.settle(again.result);
     return {
       size: file.size,
       fullMs: full.wallMs,

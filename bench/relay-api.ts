@@ -104,7 +104,11 @@ export async function complete(
 export async function waitUntilVerified(session: Session, file: Original, timeoutMs = 180_000) {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
-    if ((await call(session, "/v1/uploads", file)).status === "deduped") return true;
+    const answer = await call(session, "/v1/uploads", file).catch((error: unknown) => {
+      if (/: 503 /.test(String(error))) return { status: "retry" }; // wrangler dev's spurious 503: ask again
+      throw error;
+    });
+    if (answer.status === "deduped") return true;
     await new Promise((resolve) => setTimeout(resolve, 250));
   }
   return false;

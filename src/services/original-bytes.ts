@@ -1,7 +1,7 @@
 import type { Blob } from "../db/blobs";
 import type { BlobStore } from "../storage";
 import type { ByteRange } from "../storage/blob-store";
-import { digestStream, teeInto, type Digest } from "./stream-digest";
+import { digestExactly } from "./stream-digest";
 
 /** How a blob is kept: enough to turn stored bytes back into the original ones. */
 export type StoredForm = Pick<Blob, "encoding" | "storedKey" | "size">;
@@ -27,31 +27,31 @@ export async function openOriginal(
 }
 
 /**
- * Hashes the stored bytes of an upload and, in the same read, the original bytes they
- * inflate to; null when they are missing, unreadable, or longer than declared (a
- * decompression bomb stops at the declared size).
+ * Checks an upload's bytes as the store holds them: the stored SHA-256 when `checkStored`
+ * (a multipart object, which no store verified whole) and, for gzip, the original bytes
+ * they inflate to. True only when every digest and length is the declared one; a
+ * decompression bomb stops at the declared size.
  */
-export async function digestUpload(
+export async function storedBytesMatch(
   store: BlobStore,
-  upload: StoredForm & { storedSize: number },
-): Promise<{ stored: Digest; original: Digest } | null> {
-  const object = await store.get(upload.storedKey);
-  if (!object) return null;
+  upload: StoredForm & { storedSize: number; storedSha256: string; sha256: string },
+  checkStored: boolean,
+): Promise<boolean> {
   try {
-    if (upload.encoding === "identity") {
-      const digest = await digestStream(object.body, upload.storedSize);
-      return { stored: digest, original: digest };
+    if (checkStored || upload.encoding === "identity") {
+      const object = await store.get(upload.storedKey);
+      if (!object || object.size !== upload.storedSize) return false;
+      const stored = await digestExactly(object.body, upload.storedSize);
+      if (stored.sha256Hex !== upload.storedSha256) return false;
+      if (upload.encoding === "identity") return stored.sha256Hex === upload.sha256;
     }
-    const inflated = teeInto((bytes) =>
-      digestStream(bytes.pipeThrough(new DecompressionStream("gzip")), upload.size),
-    );
-    const stored = await digestStream(
-      object.body.pipeThrough(inflated.transform),
-      upload.storedSize,
-    );
-    return { stored, original: await inflated.result };
+    const object = await store.get(upload.storedKey);
+    if (!object) return false;
+    const inflated = object.body.pipeThrough(new DecompressionStream("gzip"));
+    const original = await digestExactly(inflated, upload.size);
+    return original.sha256Hex === upload.sha256;
   } catch {
-    return null;
+    return false;
   }
 }
 

@@ -1,4 +1,5 @@
 import { createHash } from "node:crypto";
+import { bytesToHex } from "../encoding";
 
 export interface Digest {
   size: number;
@@ -6,59 +7,20 @@ export interface Digest {
 }
 
 /**
- * SHA-256 and length of a stream, consumed to the end. Rejects once more than
- * `maxSize` bytes arrive, so a decompression bomb costs no more than the declared size.
- * Hashed with node:crypto chunk by chunk, in the reading loop: chaining a TransformStream
- * into a `crypto.DigestStream` costs a round of promises per chunk, several times slower.
+ * SHA-256 of a stream that must be exactly `size` bytes long, piped natively (no
+ * JavaScript runs per chunk: reading a large object chunk by chunk from script is many
+ * times slower). Rejects as soon as the stream runs past `size`, or ends short of it.
  */
-export async function digestStream(
+export async function digestExactly(
   stream: ReadableStream<Uint8Array>,
-  maxSize = Infinity,
+  size: number,
 ): Promise<Digest> {
-  const hash = createHash("sha256");
-  let size = 0;
-  const reader = stream.getReader();
-  try {
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      size += value.byteLength;
-      if (size > maxSize) throw new Error(`more than the declared ${maxSize} bytes`);
-      hash.update(value);
-    }
-  } catch (error) {
-    await reader.cancel(error).catch(() => {});
-    throw error;
-  }
-  return { size, sha256Hex: hash.digest("hex") };
-}
-
-/**
- * A pass-through stream that also feeds every chunk to `sink` (hashing, inflating),
- * waiting for it so the slower side sets the pace and nothing piles up in memory.
- * `result` settles once the passed-through stream has ended and the sink has finished.
- */
-export function teeInto<T>(sink: (input: ReadableStream<Uint8Array>) => Promise<T>): {
-  transform: TransformStream<Uint8Array, Uint8Array>;
-  result: Promise<T>;
-} {
-  const side = new TransformStream<Uint8Array, Uint8Array>();
-  const writer = side.writable.getWriter();
-  const result = sink(side.readable);
-  // If the sink fails, the main stream must fail too, not wait on a writer nobody reads.
-  result.catch((error: unknown) => writer.abort(error).catch(() => {}));
-  const transform = new TransformStream<Uint8Array, Uint8Array>({
-    async transform(chunk, controller) {
-      // The sink gets its own copy: a native sink may take over the buffer it is given.
-      await writer.write(chunk.slice());
-      controller.enqueue(chunk);
-    },
-    async flush() {
-      await writer.close();
-      await result;
-    },
-  });
-  return { transform, result };
+  const digest = new crypto.DigestStream("SHA-256");
+  const hashed = digest.digest;
+  hashed.catch(() => {}); // a failed pipe rejects it too; the pipe's error is what counts
+  const exact = new FixedLengthStream(size);
+  await Promise.all([stream.pipeTo(exact.writable), exact.readable.pipeTo(digest)]);
+  return { size, sha256Hex: bytesToHex(await hashed) };
 }
 
 /** Passes bytes through while hashing them; `result` settles once the stream has ended. */

@@ -3,7 +3,7 @@ import { deleteFile, markFileVerified, type FileRow } from "../db/files";
 import type { Upload } from "../db/uploads";
 import type { Deps } from "../deps";
 import { logEvent } from "../log";
-import { digestUpload } from "./original-bytes";
+import { storedBytesMatch } from "./original-bytes";
 import { rejectUpload } from "./reject-upload";
 
 /**
@@ -18,14 +18,7 @@ export async function verifyUploadContent(
   upload: Upload,
   file: FileRow,
 ): Promise<boolean> {
-  const digest = await digestUpload(deps.store, upload);
-  if (
-    digest &&
-    digest.stored.size === upload.storedSize &&
-    digest.stored.sha256Hex === upload.storedSha256 &&
-    digest.original.size === upload.size &&
-    digest.original.sha256Hex === upload.sha256
-  ) {
+  if (await storedBytesMatch(deps.store, upload, upload.multipart !== null)) {
     await upsertBlob(deps.db, blobOf(upload, file));
     await markFileVerified(deps.db, file.id);
     logEvent("upload_verified", {
