@@ -4,6 +4,7 @@ import { promisify } from "node:util";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startStrictS3, type StrictS3 } from "../fixtures/s3/strict-s3";
+import { s3Vars } from "../support/s3-vars";
 
 const run = promisify(execFile);
 const root = fileURLToPath(new URL("../..", import.meta.url));
@@ -25,11 +26,7 @@ describe("npm run bucket:lifecycle", () => {
           ...process.env,
           STORAGE: "s3",
           FILE_TTL_SECONDS: String(7 * 86_400),
-          S3_ENDPOINT: s3.endpoint,
-          S3_REGION: s3.region,
-          S3_BUCKET: s3.bucket,
-          S3_ACCESS_KEY_ID: s3.accessKeyId,
-          S3_SECRET_ACCESS_KEY: s3.secretAccessKey,
+          ...s3Vars(s3),
         },
       },
     );

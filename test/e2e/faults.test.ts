@@ -7,6 +7,7 @@ import { startFaultProxy, type FaultProxy, type FaultRule } from "../fixtures/fa
 import { startStrictS3, type StrictS3 } from "../fixtures/s3/strict-s3";
 import { failureLine, prepareShim, runShim, type ShimResult } from "../shim/run-shim";
 import { startRelay, type RunningRelay } from "../support/relay";
+import { s3Vars } from "../support/s3-vars";
 
 /** The shim's socket idle timeout (agent-shim/src/http.ts, IDLE_TIMEOUT_MS): too long to wait out here. */
 const SHIM_IDLE_TIMEOUT_MS = 60_000;
@@ -133,13 +134,7 @@ describe("S3 backend: relay → fault proxy → strict S3, shim PUTs through the
     proxy = await startFaultProxy({ target: s3.endpoint, host: "preserve" });
     relay = await startRelay({
       storage: "s3",
-      vars: {
-        S3_ENDPOINT: proxy.url,
-        S3_REGION: s3.region,
-        S3_BUCKET: s3.bucket,
-        S3_ACCESS_KEY_ID: s3.accessKeyId,
-        S3_SECRET_ACCESS_KEY: s3.secretAccessKey,
-      },
+      vars: s3Vars(s3, proxy.url),
     });
   });
   afterAll(async () => {

@@ -12,6 +12,7 @@ import { startFaultProxy, type FaultProxy, type ProxiedRequest } from "../fixtur
 import { startStrictS3, type StrictS3 } from "../fixtures/s3/strict-s3";
 import { prepareShim, runShim, SHIM } from "../shim/run-shim";
 import { startRelay, type RunningRelay } from "../support/relay";
+import { s3Vars } from "../support/s3-vars";
 
 /** The issue's case: a 256 MiB send killed half-way, then run again. */
 const FILE_BYTES = 256 * 1024 * 1024;
@@ -184,13 +185,7 @@ const backends: Array<[string, () => Promise<Backend>]> = [
       const proxy = await startFaultProxy({ target: s3.endpoint, host: "preserve" });
       const relay = await startRelay({
         storage: "s3",
-        vars: {
-          S3_ENDPOINT: proxy.url,
-          S3_REGION: s3.region,
-          S3_BUCKET: s3.bucket,
-          S3_ACCESS_KEY_ID: s3.accessKeyId,
-          S3_SECRET_ACCESS_KEY: s3.secretAccessKey,
-        },
+        vars: s3Vars(s3, proxy.url),
       });
       return {
         name: "s3",

@@ -1,7 +1,5 @@
 import { describe, expect, it } from "vitest";
 import { readConfig } from "../../src/config";
-import type { Deps } from "../../src/deps";
-import { createPlatforms } from "../../src/platforms";
 import { partSizeFor } from "../../src/part-plan";
 import { RESUME_WINDOW_MS } from "../../src/services/multipart-upload";
 import { uploadState } from "../../src/services/complete-upload";
@@ -22,6 +20,7 @@ import {
   type MultipartAnswer,
   type UploadState,
 } from "../support/send";
+import { depsAt as depsAtClock } from "../support/deps";
 
 const MiB = 1024 * 1024;
 /** Two parts: one full 8 MiB part and a short last one. */
@@ -33,16 +32,7 @@ for (const backend of backends()) {
     const config = readConfig(backend.env);
     const store = createBlobStore(config, backend.env);
 
-    function depsAt(now: number): Deps {
-      return {
-        config,
-        db: backend.env.DB,
-        store,
-        now: () => now,
-        platforms: createPlatforms(config),
-        waitUntil: () => {},
-      };
-    }
+    const depsAt = (now: number) => depsAtClock(backend.env, store, now);
 
     /** Declares `bytes` as a multipart upload; returns the answer and the stored bytes. */
     async function declareMultipart(

@@ -3,9 +3,7 @@ import { describe, expect, it } from "vitest";
 import { readConfig } from "../../src/config";
 import { extendBlob } from "../../src/db/blobs";
 import { findSession } from "../../src/db/sessions";
-import type { Deps } from "../../src/deps";
 import worker from "../../src/index";
-import { createPlatforms } from "../../src/platforms";
 import { declareUpload } from "../../src/services/declare-upload";
 import { STALE_UPLOAD_GRACE_MS, sweep } from "../../src/services/sweep";
 import { blobKey, createBlobStore } from "../../src/storage";
@@ -19,6 +17,7 @@ import {
   upload,
   type UploadAnswer,
 } from "../support/send";
+import { depsAt as depsAtClock } from "../support/deps";
 
 const DAY = 86_400_000;
 
@@ -29,17 +28,7 @@ for (const backend of backends()) {
     const ttl = config.fileTtlSeconds * 1000;
     const store = createBlobStore(config, backend.env);
 
-    /** Deps on the test's D1 and store with a clock the test sets. */
-    function depsAt(now: number): Deps {
-      return {
-        config,
-        db: backend.env.DB,
-        store,
-        now: () => now,
-        platforms: createPlatforms(config),
-        waitUntil: () => {},
-      };
-    }
+    const depsAt = (now: number) => depsAtClock(backend.env, store, now);
 
     async function blobRow(sha256: string) {
       return backend.env.DB.prepare("SELECT expires_at FROM blobs WHERE sha256 = ?")

@@ -8,6 +8,7 @@ import { startStrictS3, type StrictS3 } from "../fixtures/s3/strict-s3";
 import { startRelay, type RunningRelay } from "../support/relay";
 import { startFlakyProxy } from "./flaky-proxy";
 import { RUNTIMES, failureLine, prepareShim, runShim, type RunOptions } from "./run-shim";
+import { s3Vars } from "../support/s3-vars";
 
 /** One line of `airlock send --json`. */
 type Sent = SendResult;
@@ -37,13 +38,7 @@ describe.each(["r2", "s3"] as const)("airlock against wrangler dev (%s storage)"
     let vars: Record<string, string> | undefined;
     if (storage === "s3") {
       s3 = await startStrictS3();
-      vars = {
-        S3_ENDPOINT: s3.endpoint,
-        S3_REGION: s3.region,
-        S3_BUCKET: s3.bucket,
-        S3_ACCESS_KEY_ID: s3.accessKeyId,
-        S3_SECRET_ACCESS_KEY: s3.secretAccessKey,
-      };
+      vars = s3Vars(s3);
     }
     relay = await startRelay({ storage, vars });
     const session = await relay.mintSession();

@@ -1,6 +1,7 @@
 import { env } from "cloudflare:test";
 import { inject } from "vitest";
 import type { Bindings } from "../../src/env";
+import { s3Vars } from "./s3-vars";
 
 /** A relay configuration the route suites run against. */
 export interface Backend {
@@ -18,11 +19,7 @@ export function backends(): Backend[] {
       env: {
         ...env,
         STORAGE: "s3",
-        S3_ENDPOINT: s3.endpoint,
-        S3_REGION: s3.region,
-        S3_BUCKET: s3.bucket,
-        S3_ACCESS_KEY_ID: s3.accessKeyId,
-        S3_SECRET_ACCESS_KEY: s3.secretAccessKey,
+        ...s3Vars(s3),
       },
     },
   ];
