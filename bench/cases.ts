@@ -16,11 +16,12 @@ export async function freshShimSend(
   ctx: Context,
   file: BenchFile,
   gzipLevel?: number,
+  keepRelay = false,
 ): Promise<Sample> {
   await file.fresh();
   const run = await shimSend(ctx.meter, ctx.session, file.path, { tmpDir: ctx.tmpDir, gzipLevel });
   checkUploaded(run, file);
-  await ctx.settle(run.result);
+  await ctx.settle(run.result, { keepRelay });
   return { wallMs: run.wallMs, rssMiB: run.rssMiB, bytesSent: run.result.uploadedBytes };
 }
 

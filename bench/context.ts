@@ -13,8 +13,12 @@ export interface Context {
   /**
    * Called after every upload: the relay reads gzip and multipart uploads back after it
    * answers, and that work must not slow the next measurement (see send.bench.ts).
+   * `keepRelay`: wait for the read-back however long it takes (the content must stay).
    */
-  settle(sent: { size: number; sha256: string; deduped?: boolean }): Promise<void>;
+  settle(
+    sent: { size: number; sha256: string; deduped?: boolean },
+    options?: { keepRelay?: boolean },
+  ): Promise<void>;
 }
 
 /** One measured sample of a tool on one fresh variant of a file. */

@@ -23,7 +23,8 @@ export interface Dedup {
 /** Sends `file` once, then re-sends the same bytes `runs` times (each must be a dedup hit). */
 export async function dedupResend(ctx: Context, file: BenchFile, runs: number): Promise<Dedup> {
   ctx.log(`${file.kind} ${file.size} B: first send, then ${runs} dedup re-sends`);
-  await freshShimSend(ctx, file);
+  // Re-sends must find this content: wait for its read-back rather than restart the relay.
+  await freshShimSend(ctx, file, undefined, true);
   const original = await describe(file.path, contentType(file.kind));
   const resend: Sample[] = [];
   const hashes: Sample[] = [];

@@ -84,13 +84,13 @@ async function main(): Promise<void> {
       tmpDir: work,
       log,
       warn,
-      async settle(sent) {
+      async settle(sent, options = {}) {
         if (sent.deduped) return;
-        if (sent.size <= MULTIPART_THRESHOLD_BYTES && sent.sha256) {
+        if ((sent.size <= MULTIPART_THRESHOLD_BYTES || options.keepRelay) && sent.sha256) {
           const probe = { name: "settle.bin", size: sent.size, sha256: sent.sha256 };
           const file = { ...probe, contentType: "application/octet-stream" };
-          if (!(await waitUntilVerified(session, file)))
-            warn(`the relay had not verified ${sent.sha256.slice(0, 12)}… after 3 minutes`);
+          if (!(await waitUntilVerified(session, file, 15 * 60_000)))
+            warn(`the relay had not verified ${sent.sha256.slice(0, 12)}… after 15 minutes`);
           return;
         }
         // The local R2 reads a multipart object back at a few MiB/s (Miniflare streams its
