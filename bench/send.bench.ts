@@ -3,6 +3,7 @@
  * airlock send vs curl vs base64 over exec on a local relay (wrangler dev, local R2). Prints a
  * markdown report to stdout; a full run also writes it to bench/results.md (or to --out).
  */
+import { createHash, randomBytes } from "node:crypto";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
@@ -10,7 +11,7 @@ import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { MULTIPART_THRESHOLD_BYTES } from "../src/part-plan";
 import { startRelay, type RunningRelay } from "../test/support/relay";
-import { waitUntilVerified } from "./relay-api";
+import { complete, declareUpload, waitUntilVerified, type Session } from "./relay-api";
 import { CHILD_FLAG, transferByExec } from "./base64-exec";
 import type { Context } from "./context";
 import { MiB, formatMs } from "./format";
@@ -27,6 +28,31 @@ const OPTIONS = {
   out: { type: "string" },
   help: { type: "boolean" },
 } as const;
+
+/**
+ * A fresh `wrangler dev` is slow on its first requests (the Worker compiles, D1 and R2 open):
+ * a few small uploads first, so that whatever is measured next meets a warm relay.
+ */
+async function warmUp(session: Session): Promise<void> {
+  for (let i = 0; i < 3; i++) {
+    const bytes = randomBytes(256 * 1024);
+    const sha256 = createHash("sha256").update(bytes).digest("hex");
+    const file = {
+      name: "warm-up.bin",
+      size: bytes.length,
+      sha256,
+      contentType: "application/octet-stream",
+    };
+    const { uploadId, put } = await declareUpload(session, file);
+    const response = await fetch(put.url, {
+      method: put.method,
+      headers: put.headers,
+      body: bytes,
+    });
+    if (!response.ok) throw new Error(`warm-up PUT: ${response.status}`);
+    await complete(session, uploadId);
+  }
+}
 
 async function main(): Promise<void> {
   let values: { quick?: boolean; out?: string; help?: boolean };
@@ -72,6 +98,7 @@ async function main(): Promise<void> {
       // Settling adds a dedup-hit file per upload: room for a few hundred GiB.
       const minted = await relay.mintSession({ ttlSeconds: 86_400, quotaBytes: 1024 ** 4 });
       Object.assign(session, { url: relay.url, token: minted.token });
+      await warmUp(session);
     };
     await freshRelay();
     const warn = (message: string) => {
