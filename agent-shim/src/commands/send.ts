@@ -182,7 +182,7 @@ async function sendDirectory(path: string, options: SendOptions): Promise<SendRe
 
 /** Hash, probe for a dedup hit, gzip where it pays, declare, PUT, complete. */
 async function sendFile(path: string, options: SendOptions): Promise<SendResult> {
-  const { relay, level, sent } = options;
+  const { relay, level, sent, states } = options;
   const name = basename(path);
   // gzip (where it pays) starts alongside the hash pass, on the other core: its output is
   // ready sooner than after a pass of its own. A file sent before is probably a dedup hit,
@@ -191,13 +191,18 @@ async function sendFile(path: string, options: SendOptions): Promise<SendResult>
   const { size, mtimeMs } = head;
   const abandon = new AbortController();
   const pays = gzipPays(head, level);
+  // A file sent before is probably a dedup hit: its part digests would be wasted work, unless
+  // an upload of it was cut short and is about to be resumed.
+  const resuming =
+    (await states.load(UploadStates.key(relay.url, path, size, mtimeMs))) !== undefined;
+  const likelyHit = sent.has(path, size, mtimeMs) && !resuming;
   // Bytes that may go up in parts get their part digests in the pass that makes them.
   const startGzip = () => gzipToTemp(path, level, abandon.signal, digestPartSize(size, true));
   let gzipping = pays && !sent.has(path, size, mtimeMs) ? startGzip() : null;
   gzipping?.catch(() => {}); // a failure is reported where it is awaited, not as unhandled
   let stored: StoredBytes | undefined;
   try {
-    const file = await hashFile(path, pays ? undefined : digestPartSize(size, false));
+    const file = await hashFile(path, pays || likelyHit ? undefined : digestPartSize(size, false));
     const original = { name, size: file.size, sha256: file.sha256, contentType: head.contentType };
     const probe = await relay.declareUpload(original);
     sent.record(path, { size, mtimeMs, sha256: file.sha256 });
