@@ -120,8 +120,8 @@ async function main(): Promise<void> {
             warn(`the relay had not verified ${sent.sha256.slice(0, 12)}… after 15 minutes`);
           return;
         }
-        // The local R2 reads a multipart object back at a few MiB/s (Miniflare streams its
-        // parts through script): a fresh relay is quicker than waiting for that.
+        // Above 64 MiB (parts, read back whole): a fresh relay, a few seconds, rather than
+        // waiting for the read-back; it also keeps the local R2's state small.
         log("restarting the relay (a multipart read-back is still running)");
         await freshRelay();
       },
