@@ -1,26 +1,20 @@
 import { readFileSync } from "node:fs";
 import { cpus, loadavg, totalmem } from "node:os";
 import type { Row } from "./context";
-import type { Dedup } from "./dedup";
 import { DIR_BASELINE } from "./directory";
 import { formatMs, formatRatio, formatRss, formatSent, formatSize, MiB } from "./format";
 import type { Resume } from "./multipart";
+import type { Results } from "./plan";
 import type { Target } from "./targets";
 
-export interface Report {
+/** What a run measured (`Results`), the targets judged on it, and how the run went. */
+export interface Report extends Results {
   quick: boolean;
   runs: number;
   startedAt: Date;
   totalMs: number;
   /** The 1-minute load average when the run started (other work on the machine skews times). */
   loadAtStart: number;
-  rows: Row[];
-  gzipRows: Row[];
-  stepRows: Row[];
-  dedups: Dedup[];
-  dirRows: Row[];
-  partRows: Row[];
-  resume?: Resume;
   targets: Target[];
   warnings: string[];
 }

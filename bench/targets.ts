@@ -1,9 +1,8 @@
 import type { Row } from "./context";
-import type { Dedup } from "./dedup";
 import { DIR_BASELINE, DIR_SHIM } from "./directory";
 import type { Kind } from "./corpus";
 import { formatMs, formatSize, MiB } from "./format";
-import type { Resume } from "./multipart";
+import type { Results } from "./plan";
 
 /** One target of the issue, with what was measured against it. */
 export interface Target {
@@ -12,13 +11,7 @@ export interface Target {
   result: "PASS" | "FAIL" | "not measured";
 }
 
-export interface Measurements {
-  rows: Row[];
-  partRows: Row[];
-  dedups: Dedup[];
-  dirRows: Row[];
-  resume?: Resume;
-}
+export type Measurements = Pick<Results, "rows" | "partRows" | "dedups" | "dirRows" | "resume">;
 
 const find = (rows: Row[], kind: Kind, size: number, tool: string) =>
   rows.find((r) => r.kind === kind && r.size === size && r.label === kind && r.tool === tool);

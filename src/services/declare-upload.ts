@@ -10,7 +10,12 @@ import { MAX_PARTS, maxStoredSize, partCount, partSizeFor } from "../part-plan";
 import { blobKey, multipartKey } from "../storage";
 import type { UploadAnswer } from "../wire-types";
 import { toFileRecord } from "./file-record";
-import { multipartAnswer, multipartTarget, type MultipartUpload } from "./multipart-upload";
+import {
+  missingParts,
+  multipartAnswer,
+  multipartTarget,
+  type MultipartUpload,
+} from "./multipart-upload";
 import { byteCount, fileName, mediaType, sha256Hex } from "./validation";
 
 export const declareUploadBody = z
@@ -157,7 +162,7 @@ export async function declareUpload(
       await deps.store.abortMultipartUpload(multipartTarget(multipart));
       throw quotaExceeded(body.size);
     }
-    return multipartAnswer(deps, multipart, [], origin);
+    return multipartAnswer(deps, multipart, missingParts(multipart, []), origin);
   }
   if (!(await insertUploadWithinQuota(db, upload, session.quotaBytes)))
     throw quotaExceeded(body.size);

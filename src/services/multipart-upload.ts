@@ -30,27 +30,30 @@ export function multipartTarget(upload: MultipartUpload): MultipartTarget {
   };
 }
 
-/** Fresh signed PUTs for every part the store does not hold yet. */
+/** The numbers of the parts not among `held`, ascending. */
+export function missingParts(upload: MultipartUpload, held: StoredPart[]): number[] {
+  const stored = new Set(held.map((part) => part.partNumber));
+  const all = upload.multipart.partSha256.map((_, index) => index + 1);
+  return all.filter((partNumber) => !stored.has(partNumber));
+}
+
+/** Fresh signed PUTs for the `missing` parts. */
 export async function multipartAnswer(
   deps: Deps,
   upload: MultipartUpload,
-  held: StoredPart[],
+  missing: number[],
   origin: string,
 ): Promise<MultipartAnswer> {
   const { partSize, partSha256 } = upload.multipart;
-  const stored = new Set(held.map((part) => part.partNumber));
   const target = multipartTarget(upload);
-  const missing = partSha256.flatMap((sha256Hex, index) =>
-    stored.has(index + 1) ? [] : [{ partNumber: index + 1, sha256Hex }],
-  );
   const parts: PartUpload[] = await Promise.all(
-    missing.map(async ({ partNumber, sha256Hex }) => ({
+    missing.map(async (partNumber) => ({
       partNumber,
       put: await deps.store.createPartUploadUrl({
         target,
         partNumber,
         size: partLength(upload.storedSize, partSize, partNumber),
-        sha256Hex,
+        sha256Hex: partSha256[partNumber - 1]!,
         expiresAt: upload.expiresAt,
         relayOrigin: origin,
       }),
@@ -99,26 +102,21 @@ export async function resumeMultipart(
   if (now >= resumableUntil) {
     throw new AppError("upload_expired", "this upload is too old to resume; send the file again");
   }
-  let held: StoredPart[];
+  let missing: number[];
   try {
-    held = await heldParts(deps, upload);
+    missing = missingParts(upload, await heldParts(deps, upload));
   } catch (error) {
     if (!(error instanceof MultipartUploadGoneError)) throw error;
     // Assembled by a completion that did not get to register the file: nothing is missing.
-    if (await deps.store.head(upload.storedKey))
-      return multipartAnswer(deps, upload, all(upload), origin);
-    await rejectUpload(deps, upload);
-    throw new AppError(
-      "upload_expired",
-      "the store no longer holds this upload; send the file again",
-    );
+    await assembledOrGivenUp(deps, upload);
+    missing = [];
   }
   const expiresAt = Math.min(now + deps.config.uploadUrlTtlSeconds * 1000, resumableUntil);
   await extendPendingUpload(deps.db, upload.id, expiresAt);
   return multipartAnswer(
     deps,
     { ...upload, expiresAt: Math.max(expiresAt, upload.expiresAt) },
-    held,
+    missing,
     origin,
   );
 }
@@ -133,9 +131,8 @@ export async function assembleParts(deps: Deps, upload: MultipartUpload): Promis
   try {
     const held = await heldParts(deps, upload);
     const count = upload.multipart.partSha256.length;
-    if (held.length < count) {
-      const stored = new Set(held.map((part) => part.partNumber));
-      const missing = Array.from({ length: count }, (_, i) => i + 1).filter((n) => !stored.has(n));
+    const missing = missingParts(upload, held);
+    if (missing.length > 0) {
       const first = missing.slice(0, 5).join(", ");
       throw new AppError(
         "upload_incomplete",
@@ -146,21 +143,24 @@ export async function assembleParts(deps: Deps, upload: MultipartUpload): Promis
   } catch (error) {
     if (!(error instanceof MultipartUploadGoneError)) throw error;
     // A concurrent completion may have assembled it a moment ago.
-    if (await store.head(upload.storedKey)) return;
-    await rejectUpload(deps, upload);
-    throw new AppError(
-      "upload_expired",
-      "the store no longer holds this upload; send the file again",
-    );
+    await assembledOrGivenUp(deps, upload);
   }
 }
 
-/** Every part, as if held (for an upload whose object is already assembled). */
-function all(upload: MultipartUpload): StoredPart[] {
-  return upload.multipart.partSha256.map((sha256Hex, index) => ({
-    partNumber: index + 1,
-    size: partLength(upload.storedSize, upload.multipart.partSize, index + 1),
-    etag: "",
-    sha256Hex,
-  }));
+/**
+ * For an upload the store no longer has: returns if a completion already assembled its
+ * object; otherwise gives the upload up and throws `uploadGone()`.
+ */
+async function assembledOrGivenUp(deps: Deps, upload: MultipartUpload): Promise<void> {
+  if (await deps.store.head(upload.storedKey)) return;
+  await rejectUpload(deps, upload);
+  throw uploadGone();
+}
+
+/** The error for a multipart upload the store no longer has (aborted or expired). */
+export function uploadGone(): AppError {
+  return new AppError(
+    "upload_expired",
+    "the store no longer holds this upload; send the file again",
+  );
 }

@@ -4,7 +4,7 @@ import { hexToBase64 } from "../encoding";
 import { AppError } from "../errors";
 import { partLength } from "../part-plan";
 import { ContentRejectedError, MultipartUploadGoneError } from "../storage/blob-store";
-import { isMultipart, multipartTarget } from "./multipart-upload";
+import { isMultipart, multipartTarget, uploadGone } from "./multipart-upload";
 
 /** The parts of a relay-bound PUT the relay checks before any byte is stored. */
 export interface IncomingPut {
@@ -60,13 +60,7 @@ export async function receivePart(
   try {
     await rejectingContent(receive(multipartTarget(upload), { partNumber, size, sha256Hex }, body));
   } catch (error) {
-    if (error instanceof MultipartUploadGoneError) {
-      throw new AppError(
-        "upload_expired",
-        "the store no longer holds this upload; send the file again",
-      );
-    }
-    throw error;
+    throw error instanceof MultipartUploadGoneError ? uploadGone() : error;
   }
 }
 

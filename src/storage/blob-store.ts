@@ -1,4 +1,5 @@
 import type { StoredPart } from "../db/upload-parts";
+import { hexToBase64 } from "../encoding";
 import type { PutInstructions } from "../wire-types";
 
 export type { StoredPart } from "../db/upload-parts";
@@ -125,4 +126,20 @@ export class ContentRejectedError extends Error {
     super(message);
     this.name = "ContentRejectedError";
   }
+}
+
+/**
+ * The headers a client must send with an upload or a part, exactly: S3 signs them into the
+ * presigned URL, and the relay checks them before it streams a body into R2.
+ */
+export function signedPutHeaders(
+  size: number,
+  sha256Hex: string,
+  contentType?: string,
+): Record<string, string> {
+  return {
+    "content-length": String(size),
+    ...(contentType ? { "content-type": contentType } : {}),
+    "x-amz-checksum-sha256": hexToBase64(sha256Hex),
+  };
 }

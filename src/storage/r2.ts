@@ -1,5 +1,4 @@
 import type { StoredPart, UploadPartLedger } from "../db/upload-parts";
-import { hexToBase64 } from "../encoding";
 import { passThroughDigest } from "../services/stream-digest";
 import {
   ContentRejectedError,
@@ -12,6 +11,7 @@ import {
   type PartUrlRequest,
   type PutInstructions,
   type UploadUrlRequest,
+  signedPutHeaders,
 } from "./blob-store";
 import { withKnownLength } from "./known-length";
 
@@ -40,7 +40,7 @@ export class R2BlobStore implements BlobStore {
     return {
       method: "PUT",
       url: await this.signer.upload(request.relayOrigin, request.uploadId, request.expiresAt),
-      headers: putHeaders(request.size, request.sha256Hex, request.contentType),
+      headers: signedPutHeaders(request.size, request.sha256Hex, request.contentType),
     };
   }
 
@@ -54,7 +54,7 @@ export class R2BlobStore implements BlobStore {
     return {
       method: "PUT",
       url: await this.signer.part(relayOrigin, target.uploadId, partNumber, expiresAt),
-      headers: putHeaders(request.size, request.sha256Hex),
+      headers: signedPutHeaders(request.size, request.sha256Hex),
     };
   }
 
@@ -162,15 +162,6 @@ export class R2BlobStore implements BlobStore {
   async delete(key: string): Promise<void> {
     await this.bucket.delete(key);
   }
-}
-
-/** The headers a client must send with an upload: the relay checks them before streaming. */
-function putHeaders(size: number, sha256Hex: string, contentType?: string): Record<string, string> {
-  return {
-    "content-length": String(size),
-    ...(contentType ? { "content-type": contentType } : {}),
-    "x-amz-checksum-sha256": hexToBase64(sha256Hex),
-  };
 }
 
 /** R2 reports an unknown (completed or aborted) multipart upload as `NoSuchUpload` (10024). */

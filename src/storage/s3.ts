@@ -9,6 +9,7 @@ import {
   type PutInstructions,
   type StoredPart,
   type UploadUrlRequest,
+  signedPutHeaders,
 } from "./blob-store";
 import { withKnownLength } from "./known-length";
 import { S3Http, s3ErrorCode } from "./s3-http";
@@ -30,11 +31,7 @@ export class S3BlobStore implements BlobStore {
   }
 
   async createUploadUrl(request: UploadUrlRequest): Promise<PutInstructions> {
-    const headers = {
-      "content-length": String(request.size),
-      "content-type": request.contentType,
-      "x-amz-checksum-sha256": hexToBase64(request.sha256Hex),
-    };
+    const headers = signedPutHeaders(request.size, request.sha256Hex, request.contentType);
     return this.presignPut(request.key, headers, request.expiresAt);
   }
 
@@ -44,10 +41,7 @@ export class S3BlobStore implements BlobStore {
 
   /** A presigned UploadPart: S3 refuses a part whose length or SHA-256 differ. */
   createPartUploadUrl(request: PartUrlRequest): Promise<PutInstructions> {
-    const headers = {
-      "content-length": String(request.size),
-      "x-amz-checksum-sha256": hexToBase64(request.sha256Hex),
-    };
+    const headers = signedPutHeaders(request.size, request.sha256Hex);
     const query = this.multipart.partQuery(request.target, request.partNumber);
     return this.presignPut(request.target.key, headers, request.expiresAt, query);
   }

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startFakePlatforms, type FakePlatforms } from "../fixtures/platforms/start-fake-platforms";
-import { prepareShim, runShim } from "../shim/run-shim";
+import { prepareShim, runShim, relayEnv } from "../shim/run-shim";
 import { startRelay, type RunningRelay } from "../support/relay";
 
 const sha256 = (bytes: Uint8Array) => createHash("sha256").update(bytes).digest("hex");
@@ -34,12 +34,7 @@ describe("chat platforms through wrangler dev, driven by the shim", () => {
       },
     });
     const session = await relay.mintSession({ destinations: [`telegram:${chat}`] });
-    env = {
-      AIRLOCK_URL: relay.url,
-      AIRLOCK_TOKEN: session.token,
-      AIRLOCK_RETRIES: "3",
-      AIRLOCK_RETRY_BASE_MS: "10",
-    };
+    env = relayEnv(relay.url, session.token);
     dir = await mkdtemp(join(tmpdir(), "airlock-chat-e2e-"));
   });
 

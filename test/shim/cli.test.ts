@@ -50,10 +50,10 @@ async function listenAndClose(): Promise<string> {
   return `http://127.0.0.1:${typeof address === "object" && address ? address.port : 0}`;
 }
 
-const relayEnv = () => ({ AIRLOCK_URL: closedUrl, AIRLOCK_TOKEN: "test-token" });
+const closedRelayEnv = () => ({ AIRLOCK_URL: closedUrl, AIRLOCK_TOKEN: "test-token" });
 
 describe.each(RUNTIMES)("airlock under $name", ({ node }) => {
-  const run = (args: string[], env: Record<string, string> = relayEnv()) =>
+  const run = (args: string[], env: Record<string, string> = closedRelayEnv()) =>
     runShim(args, { node, env, cwd: dir });
 
   it("prints usage for --help and exits 0", async () => {
@@ -115,7 +115,7 @@ describe.each(RUNTIMES)("airlock under $name", ({ node }) => {
     const asRoot = process.getuid?.() === 0;
     const result = await runShim(["send", "locked.txt"], {
       node,
-      env: relayEnv(),
+      env: closedRelayEnv(),
       cwd: dir,
       ...(asRoot ? { uid: 65534, gid: 65534 } : {}),
     });
@@ -139,7 +139,7 @@ describe.each(RUNTIMES)("airlock under $name", ({ node }) => {
   });
 
   it("names an unreachable relay on pull, with exit 1 and nothing written", async () => {
-    const env = { ...relayEnv(), AIRLOCK_RETRIES: "1" };
+    const env = { ...closedRelayEnv(), AIRLOCK_RETRIES: "1" };
     const result = await run(["pull", "--dir", "pulled"], env);
     expect(result.code).toBe(1);
     expect(failureLine(result)).toBe(
@@ -149,7 +149,7 @@ describe.each(RUNTIMES)("airlock under $name", ({ node }) => {
   });
 
   it("gives up on a relay that is down after the configured attempts", async () => {
-    const env = { ...relayEnv(), AIRLOCK_RETRIES: "2", AIRLOCK_RETRY_BASE_MS: "10" };
+    const env = { ...closedRelayEnv(), AIRLOCK_RETRIES: "2", AIRLOCK_RETRY_BASE_MS: "10" };
     const result = await run(["send", "hello.txt"], env);
     expect(result.code).toBe(1);
     expect(failureLine(result)).toBe(

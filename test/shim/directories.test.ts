@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { SendResult } from "../../agent-shim/src/send-result";
 import { startRelay, type RunningRelay } from "../support/relay";
-import { RUNTIMES, failureLine, prepareShim, runShim, type RunOptions } from "./run-shim";
+import { RUNTIMES, failureLine, prepareShim, runShim, type RunOptions, relayEnv } from "./run-shim";
 import { LONG_NAME, UTF8_NAME, buildTree, listTree, rawTarGz, systemTar } from "./tar-trees";
 
 // `airlock send <dir>` and `airlock get --extract` against the real relay (wrangler dev, r2).
@@ -19,12 +19,7 @@ beforeAll(async () => {
   prepareShim();
   relay = await startRelay();
   const session = await relay.mintSession();
-  env = {
-    AIRLOCK_URL: relay.url,
-    AIRLOCK_TOKEN: session.token,
-    AIRLOCK_RETRIES: "3",
-    AIRLOCK_RETRY_BASE_MS: "10",
-  };
+  env = relayEnv(relay.url, session.token);
   base = await mkdtemp(join(tmpdir(), "airlock-shim-dirs-"));
 });
 

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { TOKEN, startFakeRelay, type FakeRelay } from "./fake-relay";
-import { RUNTIMES, prepareShim, runShim } from "./run-shim";
+import { RUNTIMES, prepareShim, runShim, relayEnv } from "./run-shim";
 import { buildTree, listTree, rawTarGz, systemTar, type RawEntry } from "./tar-trees";
 
 // `airlock pull --extract` against the fake relay, under every runtime: archives made by GNU tar
@@ -41,12 +41,7 @@ describe.each(RUNTIMES)("airlock pull --extract under $name", ({ node }) => {
     runShim(["pull", "--dir", dir, "--extract", ...args], {
       node,
       cwd: base,
-      env: {
-        AIRLOCK_URL: relay.url,
-        AIRLOCK_TOKEN: TOKEN,
-        AIRLOCK_RETRIES: "2",
-        AIRLOCK_RETRY_BASE_MS: "10",
-      },
+      env: relayEnv(relay.url, TOKEN, 2),
     });
 
   /** Every path under `base`, to prove nothing landed anywhere else. */

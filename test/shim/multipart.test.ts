@@ -19,7 +19,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import type { SendResult } from "../../agent-shim/src/send-result";
 import { MULTIPART_THRESHOLD_BYTES, partCount, partLength } from "../../src/part-plan";
 import { TOKEN, startFakeRelay, type FakeMultipartUpload, type FakeRelay } from "./fake-relay";
-import { SHIM, failureLine, prepareShim, runShim, type ShimResult } from "./run-shim";
+import { SHIM, failureLine, prepareShim, runShim, type ShimResult, relayEnv } from "./run-shim";
 
 // `airlock send` of files above the multipart threshold against the fake relay: parts in
 // flight at once, retried one by one, resumed after a failure or a killed run.
@@ -69,10 +69,7 @@ describe("airlock send of a file above the multipart threshold", () => {
   });
 
   const env = (extra: Record<string, string> = {}) => ({
-    AIRLOCK_URL: relay.url,
-    AIRLOCK_TOKEN: TOKEN,
-    AIRLOCK_RETRIES: "3",
-    AIRLOCK_RETRY_BASE_MS: "10",
+    ...relayEnv(relay.url, TOKEN),
     HOME: cache,
     XDG_CACHE_HOME: cache,
     ...extra,

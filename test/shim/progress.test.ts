@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { TOKEN, startFakeRelay, type FakeRelay } from "./fake-relay";
-import { SHIM, prepareShim, runShim } from "./run-shim";
+import { SHIM, prepareShim, runShim, relayEnv } from "./run-shim";
 
 const run = promisify(execFile);
 
@@ -19,12 +19,7 @@ describe("the progress bar", () => {
     prepareShim();
     relay = await startFakeRelay();
     dir = await mkdtemp(join(tmpdir(), "airlock-progress-"));
-    env = {
-      AIRLOCK_URL: relay.url,
-      AIRLOCK_TOKEN: TOKEN,
-      AIRLOCK_RETRIES: "2",
-      AIRLOCK_RETRY_BASE_MS: "10",
-    };
+    env = relayEnv(relay.url, TOKEN, 2);
   });
 
   afterAll(async () => {

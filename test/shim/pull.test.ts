@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { TOKEN, startFakeRelay, type FakeRelay } from "./fake-relay";
-import { RUNTIMES, failureLine, prepareShim, runShim } from "./run-shim";
+import { RUNTIMES, failureLine, prepareShim, runShim, relayEnv } from "./run-shim";
 
 const sha256 = (bytes: Uint8Array) => createHash("sha256").update(bytes).digest("hex");
 
@@ -42,10 +42,7 @@ describe.each(RUNTIMES)("airlock pull under $name", ({ node }) => {
       node,
       cwd: base,
       env: {
-        AIRLOCK_URL: relay.url,
-        AIRLOCK_TOKEN: TOKEN,
-        AIRLOCK_RETRIES: "2",
-        AIRLOCK_RETRY_BASE_MS: "10",
+        ...relayEnv(relay.url, TOKEN, 2),
         ...env,
       },
     });

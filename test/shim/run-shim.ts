@@ -103,3 +103,13 @@ export function failureLine(result: ShimResult): string {
   if (problems.length > 0) throw new Error(`${problems.join("; ")}:\n${result.stderr}`);
   return result.stderrLines[0]!;
 }
+
+/** A shim run's environment against a relay: its URL and token, retries fast and few. */
+export function relayEnv(url: string, token: string, retries = 3): Record<string, string> {
+  return {
+    AIRLOCK_URL: url,
+    AIRLOCK_TOKEN: token,
+    AIRLOCK_RETRIES: String(retries),
+    AIRLOCK_RETRY_BASE_MS: "10",
+  };
+}

@@ -1,6 +1,6 @@
 import { afterEach, beforeEach } from "vitest";
 import { TOKEN, startFakeRelay, type FakeRelay } from "./fake-relay";
-import { runShim, type ShimResult } from "./run-shim";
+import { runShim, type ShimResult, relayEnv } from "./run-shim";
 
 /**
  * For each test of the calling `describe`: a fresh fake relay (`ctx.relay`), and
@@ -30,10 +30,7 @@ export function sendAgainstFakeRelay(
         node,
         cwd: cwd(),
         env: {
-          AIRLOCK_URL: current().url,
-          AIRLOCK_TOKEN: TOKEN,
-          AIRLOCK_RETRIES: "3",
-          AIRLOCK_RETRY_BASE_MS: "10",
+          ...relayEnv(current().url, TOKEN),
         },
       }),
   };

@@ -7,7 +7,7 @@ import type { SendResult } from "../../agent-shim/src/send-result";
 import { startStrictS3, type StrictS3 } from "../fixtures/s3/strict-s3";
 import { startRelay, type RunningRelay } from "../support/relay";
 import { startFlakyProxy } from "./flaky-proxy";
-import { RUNTIMES, failureLine, prepareShim, runShim, type RunOptions } from "./run-shim";
+import { RUNTIMES, failureLine, prepareShim, runShim, type RunOptions, relayEnv } from "./run-shim";
 import { s3Vars } from "../support/s3-vars";
 
 /** One line of `airlock send --json`. */
@@ -42,12 +42,7 @@ describe.each(["r2", "s3"] as const)("airlock against wrangler dev (%s storage)"
     }
     relay = await startRelay({ storage, vars });
     const session = await relay.mintSession();
-    env = {
-      AIRLOCK_URL: relay.url,
-      AIRLOCK_TOKEN: session.token,
-      AIRLOCK_RETRIES: "3",
-      AIRLOCK_RETRY_BASE_MS: "10",
-    };
+    env = relayEnv(relay.url, session.token);
     dir = await mkdtemp(join(tmpdir(), `airlock-shim-e2e-${storage}-`));
   });
 

@@ -191,18 +191,21 @@ async function sendFile(path: string, options: SendOptions): Promise<SendResult>
   const { size, mtimeMs } = head;
   const abandon = new AbortController();
   const pays = gzipPays(head, level);
-  // A file sent before is probably a dedup hit: its part digests would be wasted work, unless
-  // an upload of it was cut short and is about to be resumed.
-  const resuming =
-    (await states.load(UploadStates.key(relay.url, path, size, mtimeMs))) !== undefined;
-  const likelyHit = sent.has(path, size, mtimeMs) && !resuming;
-  // Bytes that may go up in parts get their part digests in the pass that makes them.
+  const sentBefore = sent.has(path, size, mtimeMs);
+  // Bytes that may go up in parts get their part digests in the pass that makes them. A file
+  // sent before is probably a dedup hit, whose digests would be wasted work, unless an upload
+  // of it was cut short and is about to be resumed (the state file is read only then).
+  let partSize = pays ? undefined : digestPartSize(size, false);
+  if (partSize !== undefined && sentBefore) {
+    const saved = await states.load(UploadStates.key(relay.url, path, size, mtimeMs));
+    if (saved === undefined) partSize = undefined;
+  }
   const startGzip = () => gzipToTemp(path, level, abandon.signal, digestPartSize(size, true));
-  let gzipping = pays && !sent.has(path, size, mtimeMs) ? startGzip() : null;
+  let gzipping = pays && !sentBefore ? startGzip() : null;
   gzipping?.catch(() => {}); // a failure is reported where it is awaited, not as unhandled
   let stored: StoredBytes | undefined;
   try {
-    const file = await hashFile(path, pays || likelyHit ? undefined : digestPartSize(size, false));
+    const file = await hashFile(path, partSize);
     const original = { name, size: file.size, sha256: file.sha256, contentType: head.contentType };
     const probe = await relay.declareUpload(original);
     sent.record(path, { size, mtimeMs, sha256: file.sha256 });
