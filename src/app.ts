@@ -2,12 +2,14 @@ import { Hono } from "hono";
 import { HTTPException } from "hono/http-exception";
 import type { AppEnv } from "./app-env";
 import { readConfig, type Config } from "./config";
+import type { Deps } from "./deps";
 import type { Bindings } from "./env";
 import { AppError } from "./errors";
 import { loggablePath, logEvent } from "./log";
 import { blobUploads } from "./routes/blob-uploads";
 import { createPlatforms, type Platforms } from "./platforms";
 import { files } from "./routes/files";
+import { home } from "./routes/home";
 import { inbox } from "./routes/inbox";
 import { webhooks } from "./routes/webhooks";
 import { sessions } from "./routes/sessions";
@@ -40,20 +42,26 @@ export function setupFor(env: Bindings): Setup {
   return setup;
 }
 
+/** The relay's deps for one request, queue batch or scheduled run. */
+export function depsFor(env: Bindings, ctx: Pick<ExecutionContext, "waitUntil">): Deps {
+  const { config, platforms, store } = setupFor(env);
+  return {
+    config,
+    platforms,
+    db: env.DB,
+    store,
+    now: Date.now,
+    verifyQueue: env.VERIFY_QUEUE,
+    waitUntil: (work) => ctx.waitUntil(work),
+  };
+}
+
 /** The relay: one sub-app per resource, one error boundary. */
 export const app = new Hono<AppEnv>()
   .get("/healthz", (c) => c.json({ ok: true }))
+  .route("/", home)
   .use(async (c, next) => {
-    const { config, platforms, store } = setupFor(c.env);
-    const ctx = c.executionCtx;
-    c.set("deps", {
-      config,
-      platforms,
-      db: c.env.DB,
-      store,
-      now: Date.now,
-      waitUntil: (work) => ctx.waitUntil(work),
-    });
+    c.set("deps", depsFor(c.env, c.executionCtx));
     await next();
   })
   .route("/v1/sessions", sessions)

@@ -1,25 +1,27 @@
-import { app, setupFor } from "./app";
+import { app, depsFor } from "./app";
 import type { Bindings } from "./env";
 import { logEvent } from "./log";
 import { sweep } from "./services/sweep";
+import { consumeVerifyBatch } from "./services/verify-queue";
+import type { VerifyJob } from "./services/verify-upload";
 
 /**
- * The Worker: `fetch` is the relay; `scheduled` is the hourly sweep (the Cron Trigger in
- * wrangler.toml), run against the trigger's scheduled time.
+ * The Worker: `fetch` is the relay; `queue` consumes the verify queue (pending uploads'
+ * read-back); `scheduled` is the hourly sweep (the Cron Trigger in wrangler.toml), run
+ * against the trigger's scheduled time.
  */
 export default {
   fetch: app.fetch,
+  async queue(batch, env, ctx) {
+    await consumeVerifyBatch(depsFor(env, ctx), batch);
+  },
   async scheduled(controller, env, ctx) {
-    const { store } = setupFor(env);
     const started = Date.now();
-    const work = sweep({
-      db: env.DB,
-      store,
-      now: () => controller.scheduledTime,
-    }).then((result) =>
+    const deps = { ...depsFor(env, ctx), now: () => controller.scheduledTime };
+    const work = sweep(deps).then((result) =>
       logEvent("sweep", { cron: controller.cron, ...result, durationMs: Date.now() - started }),
     );
     ctx.waitUntil(work);
     await work;
   },
-} satisfies ExportedHandler<Bindings>;
+} satisfies ExportedHandler<Bindings, VerifyJob>;

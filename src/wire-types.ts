@@ -9,6 +9,12 @@ export interface FileRecord {
   sessionId: string;
   name: string;
   size: number;
+  /**
+   * `pending` until the relay has checked the content (gzip and multipart uploads, read back
+   * on the verify queue): `sha256` is then only what the uploader declared, and the file is
+   * nobody's dedup target. A file whose check fails is deleted.
+   */
+  status: "pending" | "verified";
   sha256: string;
   contentType: string;
   createdAt: string;

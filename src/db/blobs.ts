@@ -34,7 +34,10 @@ function toBlob(row: BlobRow): Blob {
   };
 }
 
-/** The verified blob for `sha256` that outlives `now`, or null. */
+/**
+ * The verified blob for `sha256` that outlives `now`, or null. Only for content the relay
+ * itself holds and hashed (an attachment it fetched): never to answer a client's claim.
+ */
 export async function findLiveBlob(
   db: D1Database,
   sha256: string,
@@ -43,6 +46,28 @@ export async function findLiveBlob(
   const row = await db
     .prepare("SELECT * FROM blobs WHERE sha256 = ? AND expires_at > ?")
     .bind(sha256, now)
+    .first<BlobRow>();
+  return row ? toBlob(row) : null;
+}
+
+/**
+ * The verified blob for `sha256` that outlives `now` — only when the owner scope `scope`
+ * holds a live, verified file of that content. A hash alone unlocks nothing: content
+ * outside the caller's scope is never found here, so a declare cannot tell it exists.
+ */
+export async function findBlobHeldByScope(
+  db: D1Database,
+  scope: string,
+  sha256: string,
+  now: number,
+): Promise<Blob | null> {
+  const row = await db
+    .prepare(
+      `SELECT b.* FROM blobs b WHERE b.sha256 = ?2 AND b.expires_at > ?3
+         AND EXISTS (SELECT 1 FROM files f WHERE f.scope = ?1 AND f.sha256 = ?2 AND f.verified = 1
+                       AND f.deleted_at IS NULL AND f.expires_at > ?3)`,
+    )
+    .bind(scope, sha256, now)
     .first<BlobRow>();
   return row ? toBlob(row) : null;
 }
@@ -73,6 +98,30 @@ export async function upsertBlob(db: D1Database, blob: Blob): Promise<Blob> {
     .first<BlobRow>();
   if (!row) throw new Error("upsertBlob returned no row");
   return toBlob(row);
+}
+
+/**
+ * Points a blob at a fresh copy of its bytes (the old object may not outlive the files
+ * that will use it). Files on the old key keep it in use until they go.
+ */
+export async function rehomeBlob(db: D1Database, blob: Blob): Promise<Blob> {
+  const row = await db
+    .prepare(
+      `UPDATE blobs SET encoding = ?2, stored_key = ?3, stored_size = ?4, stored_sha256 = ?5,
+         created_at = ?6, expires_at = MAX(expires_at, ?7)
+       WHERE sha256 = ?1 RETURNING *`,
+    )
+    .bind(
+      blob.sha256,
+      blob.encoding,
+      blob.storedKey,
+      blob.storedSize,
+      blob.storedSha256,
+      blob.createdAt,
+      blob.expiresAt,
+    )
+    .first<BlobRow>();
+  return row ? toBlob(row) : upsertBlob(db, blob);
 }
 
 /**

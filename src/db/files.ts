@@ -54,7 +54,10 @@ function toFile(row: FileDbRow): FileRow {
 }
 
 const COLUMNS = `id, session_id, name, size, sha256, content_type, encoding, stored_key, verified, deduped,
-                 created_at, expires_at`;
+                 created_at, expires_at, scope`;
+
+/** A file's dedup scope is its session's, read in the insert itself (bound to the session id). */
+const SCOPE_OF_SESSION = "(SELECT scope FROM sessions WHERE id = ?)";
 
 function values(file: FileRow): unknown[] {
   return [
@@ -76,8 +79,10 @@ function values(file: FileRow): unknown[] {
 /** Inserts a file whose bytes were already accounted for (a completed upload, a seed). */
 export function insertFileStatement(db: D1Database, file: FileRow): D1PreparedStatement {
   return db
-    .prepare(`INSERT INTO files (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
-    .bind(...values(file));
+    .prepare(
+      `INSERT INTO files (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ${SCOPE_OF_SESSION})`,
+    )
+    .bind(...values(file), file.sessionId);
 }
 
 /**
@@ -93,7 +98,8 @@ export async function insertFileWithinQuota(
   const result = await db
     .prepare(
       `INSERT INTO files (${COLUMNS})
-       SELECT ?3, ?1, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13
+       SELECT ?3, ?1, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13,
+              (SELECT scope FROM sessions WHERE id = ?1)
        WHERE ${sessionUsageSql()} + ?5 <= ?14`,
     )
     .bind(file.sessionId, now, ...values(file).filter((_, i) => i !== 1), quotaBytes)
@@ -113,10 +119,10 @@ export function insertFileOfUploadStatement(
   return db
     .prepare(
       `INSERT INTO files (${COLUMNS})
-       SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?
+       SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ${SCOPE_OF_SESSION}
        WHERE EXISTS (SELECT 1 FROM uploads WHERE id = ? AND file_id = ?)`,
     )
-    .bind(...values(file), uploadId, file.id);
+    .bind(...values(file), file.sessionId, uploadId, file.id);
 }
 
 /** A file that was not deleted (it may have expired: callers check `expiresAt`), or null. */
@@ -164,8 +170,36 @@ export async function listFiles(
   return results.map(toFile);
 }
 
-export async function markFileVerified(db: D1Database, id: string): Promise<void> {
-  await db.prepare("UPDATE files SET verified = 1 WHERE id = ?").bind(id).run();
+/**
+ * Marks a pending file verified, pointing it at the stored bytes it now shares (the store
+ * keeps one copy of equal content, so a file may move to an older copy of its bytes).
+ */
+export async function markFileVerified(
+  db: D1Database,
+  id: string,
+  stored: { storedKey: string; encoding: "identity" | "gzip" },
+): Promise<void> {
+  await db
+    .prepare("UPDATE files SET verified = 1, stored_key = ?, encoding = ? WHERE id = ?")
+    .bind(stored.storedKey, stored.encoding, id)
+    .run();
+}
+
+/** Pending files created before `before`, oldest first, with the upload that made each. */
+export async function findStalePendingFiles(
+  db: D1Database,
+  before: number,
+  limit: number,
+): Promise<{ fileId: string; uploadId: string }[]> {
+  const { results } = await db
+    .prepare(
+      `SELECT f.id AS file_id, u.id AS upload_id FROM files f JOIN uploads u ON u.file_id = f.id
+       WHERE f.verified = 0 AND f.deleted_at IS NULL AND f.created_at < ? AND u.status = 'completed'
+       ORDER BY f.created_at LIMIT ?`,
+    )
+    .bind(before, limit)
+    .all<{ file_id: string; upload_id: string }>();
+  return results.map((row) => ({ fileId: row.file_id, uploadId: row.upload_id }));
 }
 
 /**

@@ -3,6 +3,10 @@ export interface Session {
   id: string;
   destinations: string[];
   quotaBytes: number;
+  /** The operator's name for the end user this session works for, if it gave one. */
+  owner: string | null;
+  /** Whose content a declare may dedup against: `owner:<owner>`, or the session's own id. */
+  scope: string;
   createdAt: number;
   expiresAt: number;
   revokedAt: number | null;
@@ -12,9 +16,16 @@ interface SessionRow {
   id: string;
   destinations: string;
   quota_bytes: number;
+  owner: string | null;
+  scope: string | null;
   created_at: number;
   expires_at: number;
   revoked_at: number | null;
+}
+
+/** The dedup scope of a session minted with (or without) an owner. */
+export function scopeOf(sessionId: string, owner: string | null): string {
+  return owner === null ? sessionId : `owner:${owner}`;
 }
 
 export async function insertSession(
@@ -23,12 +34,15 @@ export async function insertSession(
 ): Promise<void> {
   await db
     .prepare(
-      "INSERT INTO sessions (id, destinations, quota_bytes, created_at, expires_at) VALUES (?, ?, ?, ?, ?)",
+      `INSERT INTO sessions (id, destinations, quota_bytes, owner, scope, created_at, expires_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?)`,
     )
     .bind(
       session.id,
       JSON.stringify(session.destinations),
       session.quotaBytes,
+      session.owner,
+      session.scope,
       session.createdAt,
       session.expiresAt,
     )
@@ -42,19 +56,30 @@ export async function findSession(db: D1Database, id: string): Promise<Session |
     id: row.id,
     destinations: JSON.parse(row.destinations) as string[],
     quotaBytes: row.quota_bytes,
+    owner: row.owner,
+    scope: row.scope ?? row.id,
     createdAt: row.created_at,
     expiresAt: row.expires_at,
     revokedAt: row.revoked_at,
   };
 }
 
-/** Marks a session revoked; returns false when there is no such session. */
-export async function revokeSession(db: D1Database, id: string, now: number): Promise<boolean> {
-  const result = await db
-    .prepare("UPDATE sessions SET revoked_at = COALESCE(revoked_at, ?) WHERE id = ?")
+/**
+ * Marks a session revoked and returns when it was revoked: now, or the first revocation's
+ * time for a session revoked before (revoking again changes nothing). Null: no such session.
+ */
+export async function revokeSession(
+  db: D1Database,
+  id: string,
+  now: number,
+): Promise<number | null> {
+  const row = await db
+    .prepare(
+      "UPDATE sessions SET revoked_at = COALESCE(revoked_at, ?) WHERE id = ? RETURNING revoked_at",
+    )
     .bind(now, id)
-    .run();
-  return result.meta.changes > 0;
+    .first<{ revoked_at: number }>();
+  return row?.revoked_at ?? null;
 }
 
 /**

@@ -114,18 +114,27 @@ export async function insertUploadWithinQuota(
   return result.meta.changes > 0;
 }
 
-/** Pushes a pending upload's expiry out (a resumed multipart upload gets fresh URLs). */
+/**
+ * Pushes a pending upload's expiry out (a resumed upload gets fresh URLs). An upload whose
+ * URL already expired no longer counts against the quota, so it is extended only if its
+ * bytes fit again, counted in the same statement. Returns false when they do not.
+ */
 export async function extendPendingUpload(
   db: D1Database,
-  id: string,
+  upload: Pick<Upload, "id" | "sessionId" | "size">,
   expiresAt: number,
-): Promise<void> {
-  await db
+  quotaBytes: number,
+  now: number,
+): Promise<boolean> {
+  const result = await db
     .prepare(
-      "UPDATE uploads SET expires_at = MAX(expires_at, ?2) WHERE id = ?1 AND status = 'pending'",
+      `UPDATE uploads SET expires_at = MAX(expires_at, ?3)
+       WHERE id = ?4 AND status = 'pending'
+         AND (expires_at > ?2 OR ${sessionUsageSql()} + ?5 <= ?6)`,
     )
-    .bind(id, expiresAt)
+    .bind(upload.sessionId, now, expiresAt, upload.id, upload.size, quotaBytes)
     .run();
+  return result.meta.changes > 0;
 }
 
 export async function findUpload(db: D1Database, id: string): Promise<Upload | null> {
@@ -133,16 +142,21 @@ export async function findUpload(db: D1Database, id: string): Promise<Upload | n
   return row ? toUpload(row) : null;
 }
 
-/** Moves a pending upload to its final state; the statement is batched with the file insert. */
-export function finishUploadStatement(
+/**
+ * Completes a pending upload whose URL has not expired at `now` (until then its bytes
+ * count against the quota; after, they would land uncounted); batched with the file insert.
+ */
+export function completeUploadStatement(
   db: D1Database,
   id: string,
-  status: "completed" | "rejected",
-  fileId: string | null,
+  fileId: string,
+  now: number,
 ): D1PreparedStatement {
   return db
-    .prepare("UPDATE uploads SET status = ?, file_id = ? WHERE id = ? AND status = 'pending'")
-    .bind(status, fileId, id);
+    .prepare(
+      "UPDATE uploads SET status = 'completed', file_id = ? WHERE id = ? AND status = 'pending' AND expires_at > ?",
+    )
+    .bind(fileId, id, now);
 }
 
 /** Refuses an upload, pending or completed; its bytes are then nobody's. */

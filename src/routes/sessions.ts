@@ -3,7 +3,7 @@ import { z } from "zod";
 import type { AppEnv } from "../app-env";
 import { requireCaller } from "../auth/middleware";
 import { createSessionToken } from "../auth/session-token";
-import { findSession, insertSession, revokeSession } from "../db/sessions";
+import { findSession, insertSession, revokeSession, scopeOf } from "../db/sessions";
 import { AppError } from "../errors";
 import { isId, newId } from "../ids";
 import { readJson } from "../http/json-body";
@@ -15,6 +15,13 @@ const mintBody = z
     destinations: z.array(destination).max(50).optional(),
     quotaBytes: byteCount.optional(),
     ttlSeconds: z.number().int("must be a whole number").positive("must be positive").optional(),
+    /** The end user the session works for: sessions with the same owner share dedup. */
+    owner: z
+      .string()
+      .min(1, "must not be empty")
+      .max(200, "must be at most 200 characters")
+      .regex(/^[\x21-\x7e]+$/, "must be printable ASCII without spaces")
+      .optional(),
   })
   .strict();
 
@@ -32,8 +39,12 @@ export const sessions = new Hono<AppEnv>()
       );
     }
     const now = c.var.deps.now();
+    const id = newId("ses");
+    const owner = body.owner ?? null;
     const session = {
-      id: newId("ses"),
+      id,
+      owner,
+      scope: scopeOf(id, owner),
       destinations: [...new Set(body.destinations ?? [])],
       quotaBytes: body.quotaBytes ?? config.sessionQuotaBytes,
       createdAt: now,
@@ -51,6 +62,7 @@ export const sessions = new Hono<AppEnv>()
         expiresAt: new Date(session.expiresAt).toISOString(),
         destinations: session.destinations,
         quotaBytes: session.quotaBytes,
+        ...(owner === null ? {} : { owner }),
       },
       201,
     );
@@ -83,8 +95,9 @@ export const sessions = new Hono<AppEnv>()
   })
   .delete("/:id", async (c) => {
     const id = c.req.param("id");
-    const now = c.var.deps.now();
-    if (!isId("ses", id) || !(await revokeSession(c.var.deps.db, id, now)))
-      throw new AppError("session_not_found");
-    return c.json({ sessionId: id, revokedAt: new Date(now).toISOString() });
+    const revokedAt = isId("ses", id)
+      ? await revokeSession(c.var.deps.db, id, c.var.deps.now())
+      : null;
+    if (revokedAt === null) throw new AppError("session_not_found");
+    return c.json({ sessionId: id, revokedAt: new Date(revokedAt).toISOString() });
   });

@@ -1,25 +1,34 @@
-import { upsertBlob } from "../db/blobs";
 import { findFile, insertFileOfUploadStatement, type FileRow } from "../db/files";
 import type { Session } from "../db/sessions";
-import { extendPendingUpload, finishUploadStatement, findUpload, type Upload } from "../db/uploads";
+import { completeUploadStatement, findUpload, type Upload } from "../db/uploads";
 import type { Deps } from "../deps";
 import { AppError } from "../errors";
 import { newId } from "../ids";
 import type { UploadState } from "../wire-types";
 import { singlePutAnswer } from "./declare-upload";
 import { toFileRecord, type FileRecord } from "./file-record";
-import { assembleParts, isMultipart, resumeMultipart } from "./multipart-upload";
+import { assembleParts, isMultipart, multipartTarget, resumeMultipart } from "./multipart-upload";
+import { extendUpload } from "./extend-upload";
 import { rejectUpload } from "./reject-upload";
-import { blobOf, verifyUploadContent } from "./verify-upload";
+import { adoptVerifiedContent, verifyUploadContent } from "./verify-upload";
 
 /**
- * Registers an upload's file once the store holds its bytes. For a single PUT the store
- * already guaranteed they hash to `storedSha256` (the key is derived from it and every PUT
- * is checksum-signed), so an identity upload is verified content at once. A multipart
- * upload is first assembled from its parts (each verified on its way in); stores do not
- * verify the whole, so the relay reads it back. That check, and a gzip upload's original
- * size and SHA-256, run in the background: the file is usable by its owner meanwhile, but
- * it becomes a dedup target only once verified, and is deleted if the check fails.
+ * Stored bytes up to which `complete` reads a pending upload back itself rather than
+ * leaving it to the verify queue: a small gzip file is verified by the time its sender
+ * prints its link, at the cost of a few milliseconds in that request.
+ */
+export const INLINE_VERIFY_MAX_BYTES = 4 * 1024 * 1024;
+
+/**
+ * Registers an upload's file once the store holds its bytes, while its URL is still valid
+ * (an expired upload no longer counts against the quota, so it cannot be completed). For
+ * a single PUT the store already guaranteed they hash to `storedSha256` (every PUT is
+ * checksum-signed, to a key of the upload's own), so an identity upload is verified
+ * content at once. A multipart upload is first assembled from its parts (each verified on
+ * its way in); stores do not verify the whole, so the relay reads it back. That check, and
+ * a gzip upload's original size and SHA-256, run here for small files and otherwise on the
+ * verify queue: until then the file is `pending` (its owner can use it, its hash is shown
+ * nowhere, it is nobody's dedup target), and it is deleted if the check fails.
  * Completing twice returns the same file.
  */
 export async function completeUpload(
@@ -33,6 +42,10 @@ export async function completeUpload(
   if (!upload || upload.sessionId !== session.id) throw new AppError("upload_not_found");
   if (upload.status === "completed") return existingFile(deps, upload, origin);
   if (upload.status === "rejected") throw new AppError("upload_rejected");
+  if (upload.expiresAt <= deps.now()) {
+    await giveUpExpired(deps, upload);
+    throw uploadExpired(upload);
+  }
   if (isMultipart(upload)) await assembleParts(deps, upload);
 
   const head = await store.head(upload.storedKey);
@@ -65,14 +78,52 @@ export async function completeUpload(
   };
   // One transaction: the file exists only if this request moved the upload out of pending.
   await db.batch([
-    finishUploadStatement(db, upload.id, "completed", file.id),
+    completeUploadStatement(db, upload.id, file.id, now),
     insertFileOfUploadStatement(db, file, upload.id),
   ]);
   const completed = await findUpload(db, upload.id);
+  if (completed?.status === "pending") throw uploadExpired(upload); // expired a moment ago
   if (completed?.fileId !== file.id) return existingFile(deps, completed ?? upload, origin);
-  if (verified) await upsertBlob(db, blobOf(upload, file));
-  else deps.waitUntil(verifyUploadContent(deps, upload, file));
-  return toFileRecord(deps, file, origin);
+  if (verified) return toFileRecord(deps, await adoptVerifiedContent(deps, upload, file), origin);
+  return toFileRecord(deps, await verifyNowOrQueue(deps, upload, file), origin);
+}
+
+/**
+ * Verifies a small upload in this request; queues a large one (or one the store failed to
+ * read back just now). The queue's messages survive a restart of the relay; the sweep
+ * re-sends any a lost message left pending.
+ */
+async function verifyNowOrQueue(deps: Deps, upload: Upload, file: FileRow): Promise<FileRow> {
+  if (upload.storedSize <= INLINE_VERIFY_MAX_BYTES) {
+    try {
+      if (await verifyUploadContent(deps, upload, file)) {
+        return (await findFile(deps.db, file.id)) ?? file;
+      }
+      throw new AppError(
+        "content_mismatch",
+        "the stored bytes are not the declared content (size or SHA-256); nothing was kept",
+      );
+    } catch (error) {
+      if (error instanceof AppError) throw error;
+    }
+  }
+  await deps.verifyQueue.send({ uploadId: upload.id, fileId: file.id });
+  return file;
+}
+
+async function giveUpExpired(deps: Deps, upload: Upload): Promise<void> {
+  if (isMultipart(upload)) {
+    await deps.store.abortMultipartUpload(multipartTarget(upload)).catch(() => {});
+  }
+  await rejectUpload(deps, upload);
+}
+
+function uploadExpired(upload: Upload): AppError {
+  return new AppError(
+    "upload_expired",
+    `upload ${upload.id} expired at ${new Date(upload.expiresAt).toISOString()} before it was ` +
+      "completed; declare the file again",
+  );
 }
 
 /** `GET /v1/uploads/:id`: where an upload stands, with fresh URLs for what is still missing. */
@@ -88,9 +139,9 @@ export async function uploadState(
     return { status: "completed", uploadId, file: await existingFile(deps, upload, origin) };
   }
   if (upload.status === "rejected") throw new AppError("upload_rejected");
-  if (isMultipart(upload)) return resumeMultipart(deps, upload, origin);
+  if (isMultipart(upload)) return resumeMultipart(deps, session, upload, origin);
   const expiresAt = deps.now() + deps.config.uploadUrlTtlSeconds * 1000;
-  await extendPendingUpload(deps.db, upload.id, expiresAt);
+  await extendUpload(deps, session, upload, expiresAt);
   return singlePutAnswer(
     deps,
     { ...upload, expiresAt: Math.max(expiresAt, upload.expiresAt) },

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { extendBlob, findLiveBlob } from "../db/blobs";
+import { extendBlob, findBlobHeldByScope } from "../db/blobs";
 import { insertFileWithinQuota, type FileRow } from "../db/files";
 import { sessionUsage, type Session } from "../db/sessions";
 import { insertUploadWithinQuota, type Upload } from "../db/uploads";
@@ -7,7 +7,7 @@ import type { Deps } from "../deps";
 import { AppError } from "../errors";
 import { newId } from "../ids";
 import { MAX_PARTS, maxStoredSize, partCount, partSizeFor } from "../part-plan";
-import { blobKey, multipartKey } from "../storage";
+import { uploadKey } from "../storage";
 import type { UploadAnswer } from "../wire-types";
 import { toFileRecord } from "./file-record";
 import {
@@ -49,9 +49,11 @@ export const declareUploadBody = z
 export type DeclareUploadBody = z.infer<typeof declareUploadBody>;
 
 /**
- * Answers a declared upload: a dedup hit (a file record over content the relay already
- * verified), "missing" for a probe, or signed instructions to PUT the stored bytes.
- * Size limits and the session quota are checked here, before any byte moves.
+ * Answers a declared upload: a dedup hit (a file record over content the caller's owner
+ * scope already holds, verified, in a live file), "missing" for a probe, or signed
+ * instructions to PUT the stored bytes. Content held only outside the scope gets the same
+ * answer as content nobody holds: the bytes travel, and the store keeps one copy once they
+ * are verified. Size limits and the session quota are checked here, before any byte moves.
  */
 export async function declareUpload(
   deps: Deps,
@@ -76,7 +78,7 @@ export async function declareUpload(
   const contentType = body.contentType ?? "application/octet-stream";
   const expiresAt = now + config.fileTtlSeconds * 1000;
 
-  const found = await findLiveBlob(db, body.sha256, now);
+  const found = await findBlobHeldByScope(db, session.scope, body.sha256, now);
   if (found && found.size !== body.size)
     throw new AppError("invalid_request", "size does not match the content with this sha256");
   // The blob must outlive the new file: pushed out before the file exists, and only a
@@ -143,7 +145,7 @@ export async function declareUpload(
     sha256: body.sha256,
     contentType,
     encoding: body.encoding,
-    storedKey: parts ? multipartKey(body.storedSha256, id) : blobKey(body.storedSha256),
+    storedKey: uploadKey(body.storedSha256, id),
     storedSize: body.storedSize,
     storedSha256: body.storedSha256,
     status: "pending",

@@ -14,6 +14,7 @@ export async function toFileRecord(deps: Deps, file: FileRow, origin: string): P
     sessionId: file.sessionId,
     name: file.name,
     size: file.size,
+    status: file.verified ? "verified" : "pending",
     sha256: file.sha256,
     contentType: file.contentType,
     createdAt: new Date(file.createdAt).toISOString(),

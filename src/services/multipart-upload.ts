@@ -1,10 +1,12 @@
 import type { StoredPart } from "../db/upload-parts";
-import { extendPendingUpload, type Upload } from "../db/uploads";
+import type { Session } from "../db/sessions";
+import type { Upload } from "../db/uploads";
 import type { Deps } from "../deps";
 import { AppError } from "../errors";
 import { partLength } from "../part-plan";
 import { MultipartUploadGoneError, type MultipartTarget } from "../storage/blob-store";
 import type { MultipartAnswer, PartUpload } from "../wire-types";
+import { extendUpload } from "./extend-upload";
 import { rejectUpload } from "./reject-upload";
 
 const HOUR = 3_600_000;
@@ -94,6 +96,7 @@ export async function heldParts(deps: Deps, upload: MultipartUpload): Promise<St
  */
 export async function resumeMultipart(
   deps: Deps,
+  session: Session,
   upload: MultipartUpload,
   origin: string,
 ): Promise<MultipartAnswer> {
@@ -112,7 +115,7 @@ export async function resumeMultipart(
     missing = [];
   }
   const expiresAt = Math.min(now + deps.config.uploadUrlTtlSeconds * 1000, resumableUntil);
-  await extendPendingUpload(deps.db, upload.id, expiresAt);
+  await extendUpload(deps, session, upload, expiresAt);
   return multipartAnswer(
     deps,
     { ...upload, expiresAt: Math.max(expiresAt, upload.expiresAt) },

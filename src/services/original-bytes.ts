@@ -26,33 +26,44 @@ export async function openOriginal(
   return range ? inflated.pipeThrough(sliceStream(range)) : inflated;
 }
 
+type UploadedForm = StoredForm & { storedSize: number; storedSha256: string; sha256: string };
+
 /**
  * Checks an upload's bytes as the store holds them: the stored SHA-256 when `checkStored`
  * (a multipart object, which no store verified whole) and, for gzip, the original bytes
  * they inflate to. True only when every digest and length is the declared one; a
- * decompression bomb stops at the declared size.
+ * decompression bomb stops at the declared size. False when the object is gone or its
+ * bytes are not the declared ones; throws when the store could not be read (try again).
  */
 export async function storedBytesMatch(
   store: BlobStore,
-  upload: StoredForm & { storedSize: number; storedSha256: string; sha256: string },
+  upload: UploadedForm,
   checkStored: boolean,
 ): Promise<boolean> {
+  if (checkStored || upload.encoding === "identity") {
+    const stored = await storedDigest(store, upload);
+    if (stored !== upload.storedSha256) return false;
+    if (upload.encoding === "identity") return stored === upload.sha256;
+  }
+  const object = await store.get(upload.storedKey);
+  if (!object) return false;
   try {
-    if (checkStored || upload.encoding === "identity") {
-      const object = await store.get(upload.storedKey);
-      if (!object || object.size !== upload.storedSize) return false;
-      const stored = await digestExactly(object.body, upload.storedSize);
-      if (stored.sha256Hex !== upload.storedSha256) return false;
-      if (upload.encoding === "identity") return stored.sha256Hex === upload.sha256;
-    }
-    const object = await store.get(upload.storedKey);
-    if (!object) return false;
     const inflated = object.body.pipeThrough(new DecompressionStream("gzip"));
     const original = await digestExactly(inflated, upload.size);
     return original.sha256Hex === upload.sha256;
-  } catch {
-    return false;
+  } catch (error) {
+    // Bad gzip fails the same way every time; a read the store broke off does not. Intact
+    // stored bytes mean the former; a store that fails again throws again (retried later).
+    if ((await storedDigest(store, upload)) === upload.storedSha256) return false;
+    throw error;
   }
+}
+
+/** The stored bytes' SHA-256, or null when the object is gone or of another size. */
+async function storedDigest(store: BlobStore, upload: UploadedForm): Promise<string | null> {
+  const object = await store.get(upload.storedKey);
+  if (!object || object.size !== upload.storedSize) return null;
+  return (await digestExactly(object.body, upload.storedSize)).sha256Hex;
 }
 
 /** Passes through only the bytes of `range`, then ends the stream. */

@@ -1,16 +1,23 @@
 import { deleteExpiredBlobs, isStoredKeyInUse } from "../db/blobs";
 import { deleteExpiredLinks } from "../db/links";
+import { findStalePendingFiles } from "../db/files";
 import { expireStaleUploads } from "../db/uploads";
 import type { Deps } from "../deps";
 
 const HOUR = 3_600_000;
 
 /**
- * How long after its URL expired a pending upload is given up. `complete` does not check
- * the URL's expiry (the bytes may have landed just in time), so the sweep waits a day
- * (the same day the bucket's `staging/` rule uses) before treating it as abandoned.
+ * How long after its URL expired a pending upload is given up.  A multipart upload
+ * can be resumed (and its expiry pushed out) for most of a day, so the sweep waits a day
+ * (the same day the bucket's multipart rule uses) before treating it as abandoned.
  */
 export const STALE_UPLOAD_GRACE_MS = 24 * HOUR;
+
+/**
+ * A file still pending this long after it was completed lost its verify message (a local
+ * queue restarted, or retries ran out into the dead-letter queue): the sweep sends it again.
+ */
+export const PENDING_RESEND_AFTER_MS = 10 * 60_000;
 
 /** Rows handled per step per run; the next run (hourly) continues where this one stopped. */
 export const SWEEP_BATCH = 500;
@@ -24,6 +31,8 @@ export interface SweepResult {
   objectsDeleted: number;
   /** Expired `links` rows removed. */
   linksDeleted: number;
+  /** Pending files whose verification was queued again. */
+  verificationsResent: number;
 }
 
 /**
@@ -31,8 +40,8 @@ export interface SweepResult {
  * `deleted_at`. It removes blob rows whose expiry passed and that no live file uses,
  * gives up pending uploads a day past their URL's expiry (aborting their multipart
  * uploads at the store), deletes the objects of both
- * unless a blob, a live file or a pending upload still uses the key, and drops expired
- * link rows.
+ * unless a blob, a live file or a pending upload still uses the key, drops expired
+ * link rows, and re-sends the verification of files left pending.
  *
  * Idempotent and safe to run twice at once: every D1 change is one conditional
  * statement (`DELETE … WHERE expired AND unused … RETURNING`), so a row is claimed by at
@@ -41,7 +50,7 @@ export interface SweepResult {
  * land on it any more (`extendBlob` only extends a live row).
  */
 export async function sweep(
-  deps: Pick<Deps, "db" | "store" | "now">,
+  deps: Pick<Deps, "db" | "store" | "now" | "verifyQueue">,
   batch = SWEEP_BATCH,
 ): Promise<SweepResult> {
   const { db, store } = deps;
@@ -64,7 +73,10 @@ export async function sweep(
     objectsDeleted += 1;
   }
   const linksDeleted = await deleteExpiredLinks(db, now);
+  const stalePending = await findStalePendingFiles(db, now - PENDING_RESEND_AFTER_MS, batch);
+  for (const job of stalePending) await deps.verifyQueue.send(job);
   return {
+    verificationsResent: stalePending.length,
     blobsDeleted: blobKeys.length,
     uploadsExpired: staleUploads.length,
     objectsDeleted,

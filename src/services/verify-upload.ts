@@ -1,31 +1,63 @@
-import { upsertBlob } from "../db/blobs";
-import { deleteFile, markFileVerified, type FileRow } from "../db/files";
-import type { Upload } from "../db/uploads";
+import { rehomeBlob, upsertBlob, type Blob } from "../db/blobs";
+import { deleteFile, findFileIncludingDeleted, markFileVerified, type FileRow } from "../db/files";
+import { findUpload, type Upload } from "../db/uploads";
 import type { Deps } from "../deps";
 import { logEvent } from "../log";
+import { blobLifecycleDays } from "../storage/lifecycle-rules";
 import { storedBytesMatch } from "./original-bytes";
-import { rejectUpload } from "./reject-upload";
+import { deleteObjectIfUnused, rejectUpload } from "./reject-upload";
+
+/** A completed upload whose file waits for its content to be checked (the verify queue's message). */
+export interface VerifyJob {
+  uploadId: string;
+  fileId: string;
+}
+
+/** Where verification jobs go: the `VERIFY_QUEUE` Cloudflare Queue. */
+export interface VerifyQueue {
+  send(job: VerifyJob): Promise<unknown>;
+}
+
+export type VerifyOutcome = "verified" | "rejected" | "nothing_to_do";
+
+/**
+ * The verify queue's consumer: checks a pending file's bytes once. Idempotent, so a
+ * message delivered twice, or re-sent by the sweep after a lost one, does no harm. Throws
+ * when the store could not be read; the queue then retries the message.
+ */
+export async function runVerifyJob(deps: Deps, job: VerifyJob): Promise<VerifyOutcome> {
+  const [upload, file] = await Promise.all([
+    findUpload(deps.db, job.uploadId),
+    findFileIncludingDeleted(deps.db, job.fileId),
+  ]);
+  if (!upload || !file || upload.fileId !== file.id || upload.status !== "completed")
+    return "nothing_to_do";
+  if (file.verified || file.deletedAt != null) return "nothing_to_do";
+  return (await verifyUploadContent(deps, upload, file)) ? "verified" : "rejected";
+}
 
 /**
  * Reads a completed upload back and checks what the store could not: the stored bytes of
  * a multipart upload (stores verify parts, not the whole) and the original size and
- * SHA-256 of a gzip upload. Only then is the content recorded as a blob — the one thing
- * dedup ever matches — so an upload that lied about its hash is never handed to anyone
- * else; a lie deletes the file and its bytes.
+ * SHA-256 of a gzip upload. Only then is the content recorded as a blob and the file
+ * verified — until then it is nobody's dedup target and its hash is shown nowhere — so an
+ * upload that lied about its hash is never handed to anyone else; a lie deletes the file
+ * and its bytes. Throws when the store could not be read.
  */
 export async function verifyUploadContent(
   deps: Deps,
   upload: Upload,
   file: FileRow,
 ): Promise<boolean> {
+  const started = Date.now();
   if (await storedBytesMatch(deps.store, upload, upload.multipart !== null)) {
-    await upsertBlob(deps.db, blobOf(upload, file));
-    await markFileVerified(deps.db, file.id);
+    await adoptVerifiedContent(deps, upload, file);
     logEvent("upload_verified", {
       uploadId: upload.id,
       fileId: file.id,
       size: upload.size,
       storedSize: upload.storedSize,
+      durationMs: Date.now() - started,
     });
     return true;
   }
@@ -37,6 +69,32 @@ export async function verifyUploadContent(
     "warn",
   );
   return false;
+}
+
+/**
+ * Makes an upload's verified bytes its file's content. Equal content is stored once: when
+ * a blob of it exists already (any scope's) whose object will outlive the file, the file
+ * moves onto that blob and the upload's own object goes; otherwise the upload's object
+ * becomes the blob.
+ */
+export async function adoptVerifiedContent(
+  deps: Deps,
+  upload: Upload,
+  file: FileRow,
+): Promise<FileRow> {
+  const mine = blobOf(upload, file);
+  let blob = await upsertBlob(deps.db, mine);
+  if (blob.storedKey !== upload.storedKey && !(await outlives(deps, blob, file.expiresAt)))
+    blob = await rehomeBlob(deps.db, mine);
+  await markFileVerified(deps.db, file.id, blob);
+  if (blob.storedKey !== upload.storedKey) await deleteObjectIfUnused(deps, upload);
+  return { ...file, verified: true, storedKey: blob.storedKey, encoding: blob.encoding };
+}
+
+/** True when a blob's object is there and the bucket's age rule keeps it past `until`. */
+async function outlives(deps: Deps, blob: Blob, until: number): Promise<boolean> {
+  const lifecycleEnd = blob.createdAt + blobLifecycleDays(deps.config.fileTtlSeconds) * 86_400_000;
+  return lifecycleEnd > until && (await deps.store.head(blob.storedKey)) !== null;
 }
 
 /** The verified-content record of an upload's bytes. */

@@ -26,11 +26,13 @@ export function blobKey(storedSha256: string): string {
 }
 
 /**
- * Where a multipart upload is assembled. Stores verify parts, not the whole object, so an
- * upload cannot be let write the content key itself: its bytes land under a key of their
- * own (same `blobs/` lifecycle) and count as content only once the relay has read them
- * back and they hashed right.
+ * Where an upload's bytes land: a key of its own (same `blobs/` lifecycle), never the
+ * content key another upload may already hold. So completing an upload proves that this
+ * upload stored the bytes (a hash someone else's bytes answer to unlocks nothing), and a
+ * multipart upload, whose parts the store verified but not the whole, counts as content
+ * only once the relay has read it back. Equal content is still stored once: a verified
+ * upload whose content already has a blob moves its file onto that blob and is deleted.
  */
-export function multipartKey(storedSha256: string, uploadId: string): string {
+export function uploadKey(storedSha256: string, uploadId: string): string {
   return `${blobKey(storedSha256)}.${uploadId}`;
 }

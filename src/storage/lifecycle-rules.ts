@@ -23,13 +23,18 @@ export interface LifecycleRule {
 
 const DAY_SECONDS = 86_400;
 
+/** Days after its upload the bucket deletes a `blobs/` object. */
+export function blobLifecycleDays(fileTtlSeconds: number): number {
+  return Math.ceil((2 * fileTtlSeconds) / DAY_SECONDS) + 1;
+}
+
 /** The rules for a relay whose files live `fileTtlSeconds`. */
 export function lifecycleRules(fileTtlSeconds: number): LifecycleRule[] {
   return [
     {
       id: "airlock-blobs",
       prefix: "blobs/",
-      expireDays: Math.ceil((2 * fileTtlSeconds) / DAY_SECONDS) + 1,
+      expireDays: blobLifecycleDays(fileTtlSeconds),
     },
     // Staging objects live seconds (attachments and seeds are hashed into them, then moved).
     { id: "airlock-staging", prefix: "staging/", expireDays: 1 },

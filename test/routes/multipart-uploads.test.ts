@@ -80,8 +80,8 @@ for (const backend of backends()) {
       const served = await client.fetch(file.url);
       expect(await sha256Hex(await served.arrayBuffer())).toBe(await sha256Hex(bytes));
 
-      // Read back and verified: now a dedup target for another session.
-      const other = await client.mintSession();
+      // Read back and verified: now a dedup target within its owner scope.
+      const other = { token };
       const probe = await declare(client, other.token, {
         name: "again.bin",
         size: bytes.byteLength,

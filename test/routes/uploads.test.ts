@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { readConfig } from "../../src/config";
-import { blobKey, createBlobStore } from "../../src/storage";
+import { INLINE_VERIFY_MAX_BYTES } from "../../src/services/complete-upload";
+import { createBlobStore, uploadKey } from "../../src/storage";
 import { backends } from "../support/backends";
 import { gzip, logText, randomBytes, sha256Hex } from "../support/bytes";
 import { errorOf, RelayClient } from "../support/relay-client";
@@ -43,25 +44,46 @@ for (const backend of backends()) {
       },
     );
 
-    it("dedups a re-send: the probe alone returns a file, 0 bytes uploaded", async () => {
+    it("dedups a re-send within the owner scope: the probe alone returns a file, 0 bytes uploaded", async () => {
       const bytes = randomBytes(300_000);
-      const first = await client.mintSession();
+      const first = await client.mintSession({ owner: "user-dedup-1" });
       await upload(client, first.token, bytes, "a.bin");
-      const second = await client.mintSession();
-      const probe = await declare(client, second.token, {
+      for (const { token } of [first, await client.mintSession({ owner: "user-dedup-1" })]) {
+        const probe = await declare(client, token, {
+          name: "b.bin",
+          size: bytes.byteLength,
+          sha256: await sha256Hex(bytes),
+        });
+        expect(probe.status).toBe(201);
+        const answer = (await probe.json()) as UploadAnswer;
+        expect(answer.status).toBe("deduped");
+        if (answer.status !== "deduped") return;
+        expect(answer.file.name).toBe("b.bin");
+        expect(answer.file.deduped).toBe(true);
+        expect(await sha256Hex(await contentOf(client, answer.file.url))).toBe(
+          await sha256Hex(bytes),
+        );
+      }
+    });
+
+    it("never dedups across scopes: another session's probe is missing, its bytes travel and are stored once", async () => {
+      const bytes = randomBytes(300_000);
+      const owner = await client.mintSession();
+      const sent = await upload(client, owner.token, bytes, "a.bin");
+      const other = await client.mintSession({ owner: "someone-else" });
+      const probe = await declare(client, other.token, {
         name: "b.bin",
         size: bytes.byteLength,
-        sha256: await sha256Hex(bytes),
+        sha256: sent.sha256,
       });
-      expect(probe.status).toBe(201);
-      const answer = (await probe.json()) as UploadAnswer;
-      expect(answer.status).toBe("deduped");
-      if (answer.status !== "deduped") return;
-      expect(answer.file.name).toBe("b.bin");
-      expect(answer.file.deduped).toBe(true);
-      expect(await sha256Hex(await contentOf(client, answer.file.url))).toBe(
-        await sha256Hex(bytes),
-      );
+      expect(probe.status).toBe(200);
+      expect(await probe.json()).toEqual({ status: "missing" });
+      const again = await upload(client, other.token, bytes, "b.bin");
+      expect(again.uploadedBytes).toBe(bytes.byteLength);
+      expect(again.deduped).toBe(false);
+      expect(await sha256Hex(await contentOf(client, again.url))).toBe(sent.sha256);
+      // The store keeps one copy: the second upload's own object was dropped for the first's.
+      expect(await store.head(uploadKey(sent.sha256, again.uploadId))).toBeNull();
     });
 
     it("answers a probe for unknown content with status missing", async () => {
@@ -86,25 +108,20 @@ for (const backend of backends()) {
       const answer = (await (await declare(client, token, declared)).json()) as UploadAnswer;
       if (answer.status !== "upload") throw new Error("expected upload instructions");
       expect((await putBytes(client, answer.put, stored)).ok).toBe(true);
-      const completed = await complete(client, token, answer.uploadId);
-      expect(completed.status).toBe(201);
-      const file = (await completed.json()) as { fileId: string; url: string };
-      // The relay client waits for the background check, as the runtime would finish it.
-      expect(
-        await errorOf(await client.call("GET", `/v1/files/${file.fileId}`, { token })),
-      ).toMatchObject({
-        status: 404,
-        code: "file_not_found",
+      // Small enough to be read back in the request: the lie is refused at once.
+      expect(await errorOf(await complete(client, token, answer.uploadId))).toMatchObject({
+        status: 422,
+        code: "content_mismatch",
       });
-      expect((await client.fetch(file.url)).status).toBe(404);
-      expect(await store.head(blobKey(declared.storedSha256))).toBeNull();
-      const other = await client.mintSession();
-      const probe = await declare(client, other.token, {
-        name: "v",
-        size: declared.size,
-        sha256: declared.sha256,
-      });
-      expect(await probe.json()).toEqual({ status: "missing" });
+      expect(await store.head(uploadKey(declared.storedSha256, answer.uploadId))).toBeNull();
+      for (const { token: asker } of [{ token }, await client.mintSession()]) {
+        const probe = await declare(client, asker, {
+          name: "v",
+          size: declared.size,
+          sha256: declared.sha256,
+        });
+        expect(await probe.json()).toEqual({ status: "missing" });
+      }
       expect(await errorOf(await complete(client, token, answer.uploadId))).toMatchObject({
         status: 409,
         code: "upload_rejected",
@@ -136,18 +153,28 @@ for (const backend of backends()) {
       );
     });
 
-    it("makes gzip content a dedup target only once the relay has checked it", async () => {
-      const text = logText(2000);
-      const first = await client.mintSession();
-      const sent = await upload(client, first.token, text, "a.log", "gzip");
-      expect(sent.uploadedBytes).toBeLessThan(text.byteLength / 3);
-      const second = await client.mintSession();
-      const probe = await declare(client, second.token, {
-        name: "b.log",
-        size: text.byteLength,
-        sha256: sent.sha256,
-      });
-      expect(await probe.json()).toMatchObject({ status: "deduped" });
+    it("keeps a large gzip upload pending until the verify queue checked it: no dedup, no hash shown", async () => {
+      // Past INLINE_VERIFY_MAX_BYTES of stored bytes: checked on the queue, not in `complete`.
+      const bytes = randomBytes(INLINE_VERIFY_MAX_BYTES + 4096);
+      const { token } = await client.mintSession();
+      client.holdVerification();
+      try {
+        const sent = await upload(client, token, bytes, "a.bin", "gzip");
+        expect(sent.status).toBe("pending");
+        expect(client.queued).toEqual([{ uploadId: sent.uploadId, fileId: sent.fileId }]);
+        const probe = () =>
+          declare(client, token, { name: "b.bin", size: bytes.byteLength, sha256: sent.sha256 });
+        expect(await (await probe()).json()).toEqual({ status: "missing" });
+        const shared = await client.fetch(sent.url);
+        expect(shared.headers.get("etag")).toBeNull();
+        expect(await sha256Hex(await shared.arrayBuffer())).toBe(sent.sha256);
+        await client.runQueued();
+        const file = await client.call("GET", `/v1/files/${sent.fileId}`, { token });
+        expect(await file.json()).toMatchObject({ status: "verified", sha256: sent.sha256 });
+        expect(await (await probe()).json()).toMatchObject({ status: "deduped" });
+      } finally {
+        client.resumeVerification();
+      }
     });
 
     it("refuses a PUT of other bytes than declared and stores nothing", async () => {
@@ -159,7 +186,7 @@ for (const backend of backends()) {
       const other = randomBytes(4096);
       const put = await putBytes(client, answer.put, other);
       expect(put.status).toBe(400);
-      expect(await store.head(blobKey(declared.storedSha256))).toBeNull();
+      expect(await store.head(uploadKey(declared.storedSha256, answer.uploadId))).toBeNull();
       expect(await errorOf(await complete(client, token, answer.uploadId))).toMatchObject({
         status: 409,
         code: "upload_not_uploaded",
@@ -204,7 +231,12 @@ for (const backend of backends()) {
       expect(await errorOf(probe)).toMatchObject({ status: 413, code: "quota_exceeded" });
       const refused = await declare(client, token, declared);
       expect(await errorOf(refused)).toMatchObject({ status: 413, code: "quota_exceeded" });
-      expect(await store.head(blobKey(declared.storedSha256))).toBeNull();
+      const uploads = await backend.env.DB.prepare(
+        "SELECT COUNT(*) AS n FROM uploads WHERE sha256 = ?",
+      )
+        .bind(declared.sha256)
+        .first<{ n: number }>();
+      expect(uploads?.n).toBe(0);
     });
   });
 }

@@ -6,7 +6,7 @@ import { findSession } from "../../src/db/sessions";
 import worker from "../../src/index";
 import { declareUpload } from "../../src/services/declare-upload";
 import { STALE_UPLOAD_GRACE_MS, sweep } from "../../src/services/sweep";
-import { blobKey, createBlobStore } from "../../src/storage";
+import { createBlobStore, uploadKey } from "../../src/storage";
 import { backends } from "../support/backends";
 import { randomBytes, sha256Hex } from "../support/bytes";
 import { ORIGIN, RelayClient } from "../support/relay-client";
@@ -40,7 +40,7 @@ for (const backend of backends()) {
       const { token } = await client.mintSession();
       const bytes = randomBytes(3000);
       const file = await upload(client, token, bytes, "a.bin");
-      const key = blobKey(file.sha256);
+      const key = uploadKey(file.sha256, file.uploadId);
       const expiresAt = Date.parse(file.expiresAt);
 
       await sweep(depsAt(expiresAt - 1000));
@@ -96,7 +96,7 @@ for (const backend of backends()) {
       // The sweep at (and after) the old expiry keeps the blob and its object.
       await sweep(depsAt(oldExpiry + 1000));
       expect(await blobRow(old.sha256)).not.toBeNull();
-      expect(await store.head(blobKey(old.sha256))).not.toBeNull();
+      expect(await store.head(uploadKey(old.sha256, old.uploadId))).not.toBeNull();
       const response = await client.fetch(answer.file.url);
       expect(response.status).toBe(200);
       expect(await sha256Hex(await response.arrayBuffer())).toBe(old.sha256);
@@ -104,7 +104,7 @@ for (const backend of backends()) {
       // Once the new file has expired too, the blob goes.
       await sweep(depsAt(newExpiry + 1000));
       expect(await blobRow(old.sha256)).toBeNull();
-      expect(await store.head(blobKey(old.sha256))).toBeNull();
+      expect(await store.head(uploadKey(old.sha256, old.uploadId))).toBeNull();
     });
 
     it("a dedup hit never extends a blob that expired after it was read", async () => {
@@ -130,7 +130,7 @@ for (const backend of backends()) {
       const answer = (await (await declare(client, token, declared)).json()) as UploadAnswer;
       if (answer.status !== "upload") throw new Error("expected an upload");
       expect((await putBytes(client, answer.put, stored)).ok).toBe(true);
-      const key = blobKey(declared.storedSha256);
+      const key = uploadKey(declared.storedSha256, answer.uploadId);
       const urlExpiry = Date.parse(answer.expiresAt);
 
       await sweep(depsAt(urlExpiry + 1000));
@@ -159,7 +159,7 @@ describe("the scheduled handler", () => {
       })
     ).json()) as { url: string };
     expect(link.url).toContain("lnk_");
-    const key = blobKey(file.sha256);
+    const key = uploadKey(file.sha256, file.uploadId);
 
     const controller = createScheduledController({
       scheduledTime: new Date(Date.parse(file.expiresAt) + DAY),

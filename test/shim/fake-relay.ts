@@ -49,6 +49,8 @@ export interface ContentOverride {
   cutAfter?: number;
   /** Answer with an error instead. */
   refuse?: Refusal;
+  /** Extra (or replacing) response headers, e.g. a huge Content-Disposition. */
+  headers?: Record<string, string>;
 }
 
 /**
@@ -259,6 +261,7 @@ export async function startFakeRelay(): Promise<FakeRelay> {
       fileId: id("f"),
       name,
       size: bytes.length,
+      status: "verified",
       sha256: sha256(bytes),
       contentType,
       createdAt: now.toISOString(),
@@ -450,6 +453,12 @@ export async function startFakeRelay(): Promise<FakeRelay> {
       acked.push(itemId);
       return json(200, { itemId, ackedAt: new Date().toISOString() });
     }
+    if (call.method === "GET" && (m = /^\/v1\/files\/([^/]+)$/.exec(path))) {
+      const file = files.get(decodeURIComponent(m[1]!));
+      if (!file) return refuse({ status: 404, code: "file_not_found" });
+      const { bytes: _bytes, ...record } = file;
+      return json(200, record);
+    }
     if (call.method === "GET" && (m = /^\/v1\/files\/([^/]+)\/content$/.exec(path))) {
       const fileId = decodeURIComponent(m[1]!);
       const file = files.get(fileId);
@@ -463,6 +472,7 @@ export async function startFakeRelay(): Promise<FakeRelay> {
         "content-length": String(body.length),
         "content-disposition": `attachment; filename="download"; filename*=UTF-8''${encodeURIComponent(file.name)}`,
         ...(etag === null ? {} : { etag: `"${etag}"` }),
+        ...override.headers,
       });
       if (override.cutAfter !== undefined) {
         res.write(body.subarray(0, override.cutAfter), () => res.socket?.destroy());

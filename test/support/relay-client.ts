@@ -1,6 +1,13 @@
-import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
+import {
+  createExecutionContext,
+  createMessageBatch,
+  getQueueResult,
+  waitOnExecutionContext,
+} from "cloudflare:test";
 import { app } from "../../src/app";
 import type { Bindings } from "../../src/env";
+import worker from "../../src/index";
+import type { VerifyJob } from "../../src/services/verify-upload";
 
 export const ORIGIN = "http://relay.test";
 export const ADMIN_TOKEN = "test-admin-token";
@@ -17,15 +24,64 @@ interface CallOptions {
  * store for URLs that point elsewhere (S3 presigned URLs).
  */
 export class RelayClient {
-  constructor(readonly env: Bindings) {}
+  readonly env: Bindings;
+  /** Verify jobs the relay queued and the consumer has not run yet. */
+  readonly queued: VerifyJob[] = [];
+  private holding = false;
 
-  /** Relay requests also wait for their background work (`waitUntil`), so tests see its effects. */
+  constructor(env: Bindings) {
+    const queued = this.queued;
+    const queue = {
+      async send(job: VerifyJob) {
+        queued.push(job);
+      },
+    };
+    this.env = { ...env, VERIFY_QUEUE: queue as unknown as Bindings["VERIFY_QUEUE"] };
+  }
+
+  /**
+   * Relay requests also wait for their background work (`waitUntil`) and, unless
+   * `holdVerification()` was called, for the Worker's queue consumer to run what they queued,
+   * so tests see its effects.
+   */
   async fetch(url: string, init: RequestInit = {}): Promise<Response> {
     if (!url.startsWith(ORIGIN)) return fetch(url, init);
     const ctx = createExecutionContext();
     const response = await app.fetch(new Request(url, init), this.env, ctx);
     await waitOnExecutionContext(ctx);
+    if (!this.holding) await this.runQueued();
     return response;
+  }
+
+  /** Leaves queued verify jobs queued until `runQueued()`: to see a file while it is pending. */
+  holdVerification(): void {
+    this.holding = true;
+  }
+
+  /** Runs queued verify jobs after each request again (and the ones held so far). */
+  resumeVerification(): void {
+    this.holding = false;
+  }
+
+  /** Delivers the queued verify jobs to the Worker's `queue` handler, as the queue would. */
+  async runQueued(): Promise<void> {
+    while (this.queued.length > 0) {
+      const jobs = this.queued.splice(0);
+      const batch = createMessageBatch<VerifyJob>(
+        "airlock-verify",
+        jobs.map((body, index) => ({
+          id: `msg-${Date.now()}-${index}`,
+          timestamp: new Date(),
+          attempts: 1,
+          body,
+        })),
+      );
+      const ctx = createExecutionContext();
+      await worker.queue(batch, this.env, ctx);
+      const result = await getQueueResult(batch, ctx);
+      if (result.retryMessages.length > 0 || result.explicitAcks.length !== jobs.length)
+        throw new Error(`verify jobs were not all acknowledged: ${JSON.stringify(result)}`);
+    }
   }
 
   call(method: string, path: string, options: CallOptions = {}): Promise<Response> {

@@ -83,16 +83,20 @@ export async function upload(
   bytes: Uint8Array,
   name: string,
   encoding: "identity" | "gzip" = "identity",
-): Promise<FileRecord & { uploadedBytes: number }> {
+): Promise<FileRecord & { uploadedBytes: number; uploadId: string }> {
   const { declared, stored } = await describe(bytes, name, encoding);
   const answer = (await (await declare(client, token, declared)).json()) as UploadAnswer;
-  if (answer.status === "deduped") return { ...answer.file, uploadedBytes: 0 };
+  if (answer.status === "deduped") return { ...answer.file, uploadedBytes: 0, uploadId: "" };
   if (answer.status !== "upload") throw new Error(`unexpected answer ${JSON.stringify(answer)}`);
   const put = await putBytes(client, answer.put, stored);
   if (!put.ok) throw new Error(`PUT failed: ${put.status} ${await put.text()}`);
   const done = await complete(client, token, answer.uploadId);
   if (done.status !== 201) throw new Error(`complete failed: ${done.status} ${await done.text()}`);
-  return { ...((await done.json()) as FileRecord), uploadedBytes: stored.byteLength };
+  return {
+    ...((await done.json()) as FileRecord),
+    uploadedBytes: stored.byteLength,
+    uploadId: answer.uploadId,
+  };
 }
 
 export { hexToBase64 };
