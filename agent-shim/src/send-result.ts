@@ -18,6 +18,11 @@ export interface SendResult {
   sha256: string;
   url: string;
   expiresAt: string;
+  /**
+   * `pending` while the relay still checks a large gzip or multipart upload (it is not yet a
+   * dedup target; a failed check deletes it); `send --wait` waits until it is `verified`.
+   */
+  status: "pending" | "verified";
   deduped: boolean;
   /**
    * Stored (possibly gzipped) bytes this run PUT to storage: 0 on a dedup hit; for a resumed

@@ -24,6 +24,12 @@ export interface CreateSessionOptions extends CallOptions {
   quotaBytes?: number;
   /** Lifetime in seconds (default: the relay's `SESSION_TTL_SECONDS`; at most 30 days). */
   ttlSeconds?: number;
+  /**
+   * The end user the session works for (printable ASCII, e.g. your user id). Sessions with
+   * the same owner share dedup: content one of them holds is not uploaded again by another.
+   * Without it, a session dedups only against its own files.
+   */
+  owner?: string;
 }
 
 /** A minted session: hand `token` (with the relay URL) to the sandbox as `AIRLOCK_TOKEN`. */
@@ -35,6 +41,8 @@ export interface SessionGrant {
   expiresAt: string;
   destinations: string[];
   quotaBytes: number;
+  /** Present when the session was minted with an owner. */
+  owner?: string;
 }
 
 /** The answer to {@link AirlockClient.revokeSession}. */

@@ -19,6 +19,13 @@ export interface RunningRelay {
   /** The last 64 KiB of what wrangler and the Worker logged (to explain a failure). */
   output(): string;
   mintSession(body?: object): Promise<{ sessionId: string; token: string; expiresAt: string }>;
+  /**
+   * Kills the relay with SIGKILL at once (no clean shutdown: as a crash would) and starts it
+   * again on the same port and local state (D1, R2; the local queue's messages are not kept).
+   */
+  crashAndRestart(): Promise<void>;
+  /** Runs the Cron Trigger's handler as if the trigger fired at `time` (ms). */
+  runScheduled(time: number): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -78,19 +85,24 @@ export async function startRelay(options: RelayOptions = {}): Promise<RunningRel
     state,
   ];
   args.push("--inspector-port", String(await freePort()), "--show-interactive-dev-session=false");
+  args.push("--test-scheduled");
   for (const [key, value] of Object.entries(vars)) args.push("--var", `${key}:${value}`);
-  // Its own process group: stopping the group also stops workerd, which holds the port.
-  const child = spawn(process.execPath, args, {
-    cwd: root,
-    env,
-    detached: true,
-    stdio: ["ignore", "pipe", "pipe"],
-  });
   // Only the tail is kept (for start-up failures): a long run logs far more than a string holds.
   let output = "";
   const keep = (chunk: Buffer) => (output = (output + chunk.toString()).slice(-64 * 1024));
-  child.stdout?.on("data", keep);
-  child.stderr?.on("data", keep);
+  const launch = () => {
+    // Its own process group: stopping the group also stops workerd, which holds the port.
+    const started = spawn(process.execPath, args, {
+      cwd: root,
+      env,
+      detached: true,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    started.stdout?.on("data", keep);
+    started.stderr?.on("data", keep);
+    return started;
+  };
+  let child = launch();
 
   const url = `http://127.0.0.1:${port}`;
   const stop = async () => {
@@ -105,7 +117,22 @@ export async function startRelay(options: RelayOptions = {}): Promise<RunningRel
   }
   return {
     url,
-    processGroup: child.pid ?? 0,
+    get processGroup() {
+      return child.pid ?? 0;
+    },
+    async crashAndRestart() {
+      const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+      process.kill(-child.pid!, "SIGKILL");
+      await exited;
+      child = launch();
+      await waitForHealth(url, child, () => output);
+    },
+    async runScheduled(time: number) {
+      const response = await fetch(
+        `${url}/__scheduled?cron=${encodeURIComponent("17 * * * *")}&time=${time}`,
+      );
+      if (!response.ok) throw new Error(`scheduled run failed: ${response.status}`);
+    },
     adminToken: TEST_ADMIN_TOKEN,
     output: () => output,
     async mintSession(body = {}) {

@@ -27,6 +27,7 @@ const OPTIONS = {
   to: { type: "string", multiple: true },
   caption: { type: "string" },
   json: { type: "boolean" },
+  wait: { type: "boolean" },
   "media-tag": { type: "boolean" },
   help: { type: "boolean", short: "h" },
 } as const;
@@ -74,9 +75,13 @@ export async function send(args: string[]): Promise<void> {
   for (const path of paths) isDirectory.set(path, await checkSendable(path));
   let failed = false;
   for (const path of paths) {
-    const result = isDirectory.get(path)
+    let result = isDirectory.get(path)
       ? await sendDirectory(path, options)
       : await sendFile(path, options).finally(() => options.sent.save());
+    if (result.status === "pending") {
+      if (values.wait) result = { ...result, status: await waitVerified(relay, result) };
+      else note(`${result.name} is still being verified by the relay (send --wait waits for it)`);
+    }
     // First: the file is sent, whatever becomes of deliveries.
     if (values["media-tag"]) print(`MEDIA:${result.url}`);
     else if (!values.json) print(result.url);
@@ -238,5 +243,42 @@ async function sendFile(path: string, options: SendOptions): Promise<SendResult>
 
 function result({ file, deduped, uploadedBytes }: Sent): SendResult {
   const { fileId, name, size, sha256, url, expiresAt } = file;
-  return { fileId, name, size, sha256, url, expiresAt, deduped, uploadedBytes, deliveries: [] };
+  const status = file.status === "pending" ? "pending" : "verified";
+  return {
+    fileId,
+    name,
+    size,
+    sha256,
+    url,
+    expiresAt,
+    status,
+    deduped,
+    uploadedBytes,
+    deliveries: [],
+  };
+}
+
+/** Longest `send --wait` waits for the relay to verify one file. */
+const WAIT_LIMIT_MS = 30 * 60_000;
+
+/**
+ * Polls the file until the relay has verified it. A file the check deleted (its bytes were
+ * not what was declared) fails the send with one line.
+ */
+async function waitVerified(relay: RelayClient, sent: SendResult): Promise<"verified"> {
+  const started = Date.now();
+  for (let delay = 250; Date.now() - started < WAIT_LIMIT_MS; delay = Math.min(delay * 2, 5000)) {
+    await new Promise((resolve) => setTimeout(resolve, delay));
+    const file = await relay.getFile(sent.fileId).catch((err: unknown) => {
+      if (err instanceof RefusalError && err.status === 404) {
+        throw new CliError(
+          `${sent.name} failed the relay's check (its stored bytes were not the declared ` +
+            "content) and was deleted",
+        );
+      }
+      throw err;
+    });
+    if (file.status !== "pending") return "verified";
+  }
+  throw new CliError(`${sent.name} was still being verified after 30 minutes; check it with ls`);
 }
