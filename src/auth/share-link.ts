@@ -1,3 +1,4 @@
+import { base64UrlToBytes, bytesToBase64Url } from "../encoding";
 import { AppError } from "../errors";
 import { sign, verify } from "./hmac";
 
@@ -47,10 +48,24 @@ export async function verifyShareToken(
     string,
   ];
   const message = linkId ? `${fileId}.${exp}.${linkId}` : `${fileId}.${exp}`;
-  if (!(await verify(signingKey, "share-link", message, signature))) {
+  // 43 base64url characters carry 258 bits for the 256 of the HMAC: the last one has four
+  // spellings that decode alike. Only the one the relay writes is the link.
+  if (
+    !isCanonicalBase64Url(signature) ||
+    !(await verify(signingKey, "share-link", message, signature))
+  ) {
     throw new AppError("invalid_link");
   }
   const expiresAt = Number(exp) * 1000;
   if (expiresAt <= nowMs) throw new AppError("link_expired");
   return linkId ? { fileId, expiresAt, linkId } : { fileId, expiresAt };
+}
+
+/** True when `text` is exactly how its bytes encode (no stray low bits in the last character). */
+function isCanonicalBase64Url(text: string): boolean {
+  try {
+    return bytesToBase64Url(base64UrlToBytes(text)) === text;
+  } catch {
+    return false;
+  }
 }

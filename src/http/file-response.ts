@@ -6,19 +6,34 @@ import { withKnownLength } from "../storage/known-length";
 import { contentDisposition } from "./content-disposition";
 import { parseRange } from "./range";
 
-/** How to serve a file other than as an attachment of its declared type. */
+/**
+ * A limit on the bytes an answer may send (a share link minted with `maxDownloads`).
+ * `fileResponse` consults it after it knows an answer's length and before it reads a byte.
+ */
+export interface ByteBudget {
+  /** Throws when nothing may be sent: answers without a body (HEAD, 304, 416) ask this. */
+  check(length: number): Promise<void>;
+  /** Reserves `length` bytes about to be streamed, or throws. */
+  take(length: number): Promise<void>;
+  /** A transfer of `length` reserved bytes ended after `sent` (the client went away). */
+  endedEarly(sent: number, length: number): void;
+}
+
+/** How to serve a file other than as a plain attachment of its declared type. */
 export interface FileResponseOptions {
   /**
    * `inline` with the type read from the file's magic bytes, for previews of types a
    * browser shows but never runs (raster images, PDF, audio, video). Callers decide that.
    */
   inline?: { contentType: string };
+  budget?: ByteBudget;
 }
 
 /**
  * The original bytes of a file as an HTTP response: streamed, with validators and
  * single-range support. Served as an attachment with `nosniff` and a sandboxing CSP,
- * so uploaded HTML or SVG never runs in the relay's origin.
+ * so uploaded HTML or SVG never runs in the relay's origin. A pending file (its SHA-256
+ * not verified yet) has no ETag: its hash is only what the uploader claimed.
  */
 export async function fileResponse(
   store: BlobStore,
@@ -26,11 +41,10 @@ export async function fileResponse(
   request: Request,
   options: FileResponseOptions = {},
 ): Promise<Response> {
-  const etag = `"${file.sha256}"`;
+  const { budget } = options;
   const headers = new Headers({
     "content-type": options.inline?.contentType ?? file.contentType,
     "content-disposition": contentDisposition(file.name, options.inline ? "inline" : "attachment"),
-    etag,
     "accept-ranges": "bytes",
     // The bytes go out exactly as stored: no on-the-fly compression by Cloudflare's
     // front line (or Miniflare, which mimics it), which would drop Content-Length and Range.
@@ -40,10 +54,16 @@ export async function fileResponse(
     "content-security-policy": "default-src 'none'; sandbox",
     "last-modified": new Date(file.createdAt).toUTCString(),
   });
-  if (etagMatches(request, file)) return new Response(null, { status: 304, headers });
+  const etag = etagOf(file);
+  if (etag) headers.set("etag", etag);
+  if (etagMatches(request, file)) {
+    await budget?.check(0);
+    return new Response(null, { status: 304, headers });
+  }
 
   const range = requestedRange(request, file);
   if (range === "unsatisfiable") {
+    await budget?.check(0);
     headers.set("content-range", `bytes */${file.size}`);
     const error = new AppError("range_not_satisfiable");
     headers.set("content-type", "application/json");
@@ -60,19 +80,38 @@ export async function fileResponse(
       `bytes ${range.offset}-${range.offset + range.length - 1}/${file.size}`,
     );
   const status = range ? 206 : 200;
-  if (request.method === "HEAD") return new Response(null, { status, headers });
+  if (request.method === "HEAD") {
+    await budget?.check(length);
+    return new Response(null, { status, headers });
+  }
 
-  const body = length === 0 ? null : await openOriginal(store, file, range);
-  if (length > 0 && !body)
-    throw new AppError("file_not_found", "the file's content is no longer stored");
-  return new Response(body ? withKnownLength(body, length) : null, { status, headers });
+  await budget?.take(length);
+  let body: ReadableStream<Uint8Array> | null = null;
+  try {
+    body = length === 0 ? null : await openOriginal(store, file, range);
+    if (length > 0 && !body)
+      throw new AppError("file_not_found", "the file's content is no longer stored");
+  } catch (error) {
+    budget?.endedEarly(0, length);
+    throw error;
+  }
+  if (!body) return new Response(null, { status, headers });
+  const metered = budget
+    ? meter(body, length, request.signal, (sent) => budget.endedEarly(sent, length))
+    : body;
+  return new Response(withKnownLength(metered, length), { status, headers });
+}
+
+/** The file's ETag, or null while its SHA-256 is unverified (a claim, not a validator). */
+export function etagOf(file: FileRow): string | null {
+  return file.verified ? `"${file.sha256}"` : null;
 }
 
 /** Whether `If-None-Match` names the file's ETag (or `*`): the client already has it. */
 export function etagMatches(request: Request, file: FileRow): boolean {
   const header = request.headers.get("if-none-match");
-  if (!header) return false;
-  const etag = `"${file.sha256}"`;
+  const etag = etagOf(file);
+  if (!header || !etag) return false;
   return (
     header.trim() === "*" ||
     header.split(",").some((tag) => tag.trim().replace(/^W\//, "") === etag)
@@ -82,6 +121,57 @@ export function etagMatches(request: Request, file: FileRow): boolean {
 /** The `Range` a request asks for, unless an `If-Range` names another version (RFC 9110 §13.1.5). */
 export function requestedRange(request: Request, file: FileRow): ReturnType<typeof parseRange> {
   const ifRange = request.headers.get("if-range");
-  if (ifRange !== null && ifRange !== `"${file.sha256}"`) return undefined;
+  if (ifRange !== null && ifRange !== etagOf(file)) return undefined;
   return parseRange(request.headers.get("range") ?? undefined, file.size);
+}
+
+/**
+ * Passes `body` through, pulled only as the response is written, and reports how many
+ * bytes went out when it ends before `length` (cancelled by a client that went away, or
+ * a store error).
+ */
+function meter(
+  body: ReadableStream<Uint8Array>,
+  length: number,
+  clientGone: AbortSignal,
+  endedEarly: (sent: number) => void,
+): ReadableStream<Uint8Array> {
+  const reader = body.getReader();
+  let sent = 0;
+  let ended = false;
+  const end = () => {
+    if (ended) return;
+    ended = true;
+    if (sent < length) endedEarly(sent);
+  };
+  // The runtime aborts the request's signal when the client disconnects (workerd's
+  // `enable_request_signal`); without it, a cancelled body is the only sign.
+  clientGone.addEventListener("abort", () => {
+    end();
+    reader.cancel().catch(() => {});
+  });
+  return new ReadableStream<Uint8Array>(
+    {
+      async pull(controller) {
+        try {
+          const { done, value } = await reader.read();
+          if (done) {
+            end();
+            controller.close();
+            return;
+          }
+          sent += value.byteLength;
+          controller.enqueue(value);
+        } catch (error) {
+          end();
+          controller.error(error);
+        }
+      },
+      async cancel(reason) {
+        end();
+        await reader.cancel(reason).catch(() => {});
+      },
+    },
+    { highWaterMark: 0 },
+  );
 }

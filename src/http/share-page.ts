@@ -1,9 +1,9 @@
 import type { FileRow } from "../db/files";
+import type { Deps } from "../deps";
 import type { AppError } from "../errors";
 import { humanSize } from "../services/human-size";
-import type { BlobStore } from "../storage";
 import { escapeHtml, htmlPage } from "./share-page/html";
-import { loadPreview } from "./share-page/preview";
+import { loadPreview, type PageLimit } from "./share-page/preview";
 import { renderPreview } from "./share-page/render-preview";
 
 export { inlineMime } from "./share-page/preview-kind";
@@ -32,18 +32,15 @@ export interface LinkTimes {
   expiresAt: number;
   now: number;
   /** Present when the link was minted with `maxDownloads`. */
-  downloads?: { used: number; max: number };
+  limit?: PageLimit;
 }
 
 /**
  * The share page: the file's name, size, type and expiry, a download link and a preview.
- * Everything from the file is escaped and no script runs (see `htmlPage`).
+ * Everything from the file is escaped and no script runs (see `htmlPage`). A pending file
+ * (not verified yet) shows no SHA-256: it would only be what the uploader claimed.
  */
-export async function sharePage(
-  store: BlobStore,
-  file: FileRow,
-  link: LinkTimes,
-): Promise<Response> {
+export async function sharePage(deps: Deps, file: FileRow, link: LinkTimes): Promise<Response> {
   const name = escapeHtml(file.name);
   const size = `${humanSize(file.size)}${file.size >= 1000 ? ` <span class="note">(${file.size.toLocaleString("en-US")} bytes)</span>` : ""}`;
   const expires = new Date(Math.floor(link.expiresAt / 1000) * 1000)
@@ -54,18 +51,24 @@ export async function sharePage(
 <dt>Size</dt><dd>${size}</dd>
 <dt>Type</dt><dd>${escapeHtml(file.contentType)}</dd>
 <dt>Link expires</dt><dd><time datetime="${expires}">${expires.replace("T", " ").replace("Z", " UTC")}</time> (${relativeTime(link.expiresAt - link.now)})</dd>
-${downloadsRow(link)}<dt>SHA-256</dt><dd><code>${file.sha256}</code></dd>
-</dl>
+${downloadsRow(link)}${checksumRow(file)}</dl>
 <p><a class="button" href="?download=1" download="${name}">Download (${humanSize(file.size)})</a></p>
-${renderPreview(await loadPreview(store, file), file.name)}`;
+${renderPreview(await loadPreview(deps, file, link.limit), file.name)}`;
   return htmlPage(200, `${file.name} · Airlock`, body);
 }
 
-/** "Downloads left: 3 of 5" for a link with a limit; nothing otherwise. */
+/** "Downloads left: 3 of 5" for a link with a limit (a begun download counts); nothing otherwise. */
 function downloadsRow(link: LinkTimes): string {
-  if (!link.downloads) return "";
-  const left = Math.max(link.downloads.max - link.downloads.used, 0);
-  return `<dt>Downloads left</dt><dd>${left} of ${link.downloads.max}</dd>\n`;
+  if (!link.limit) return "";
+  const { max, used } = link.limit.usage;
+  return `<dt>Downloads left</dt><dd>${max - used} of ${max}</dd>\n`;
+}
+
+/** The verified SHA-256, or a note that the file is still being checked. */
+function checksumRow(file: FileRow): string {
+  if (!file.verified)
+    return `<dt>SHA-256</dt><dd class="note">Still being checked: the file's checksum shows once the relay has verified its bytes.</dd>\n`;
+  return `<dt>SHA-256</dt><dd><code>${file.sha256}</code></dd>\n`;
 }
 
 const ERROR_PAGES: Partial<Record<string, { title: string; text: string }>> = {

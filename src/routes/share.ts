@@ -1,17 +1,20 @@
 import { Hono } from "hono";
 import type { AppEnv } from "../app-env";
 import { verifyShareToken } from "../auth/share-link";
-import { findFileIncludingDeleted, type FileRow } from "../db/files";
-import { countDownload, findLink } from "../db/links";
+import { findFileIncludingDeleted } from "../db/files";
+import { findLink, reserveLinkBytes } from "../db/links";
 import { AppError } from "../errors";
-import { etagMatches, fileResponse, requestedRange } from "../http/file-response";
+import { fileResponse } from "../http/file-response";
 import { acceptsHtml, inlineMime, shareErrorPage, sharePage, wantsPage } from "../http/share-page";
+import { linkBudget, linkUsage } from "../services/link-budget";
 
 /**
  * Share links: anyone holding a valid, unexpired link gets the original bytes, or, in a
  * browser, a page about the file with a preview (`?inline=1` serves the previewable
  * types inline) and a download link (`?download=1`). A link minted with `maxDownloads`
- * counts its downloads in D1 (see `isCountedDownload`).
+ * meters every byte it sends against `maxDownloads × size` (see `services/link-budget`):
+ * once that is spent, every request through it — page, HEAD, any Range, preview — is
+ * `410 link_exhausted`.
  */
 export const share = new Hono<AppEnv>().get("/:token", async (c) => {
   const { deps } = c.var;
@@ -28,26 +31,37 @@ export const share = new Hono<AppEnv>().get("/:token", async (c) => {
     const link = grant.linkId ? await findLink(deps.db, grant.linkId) : null;
     // A signed link id without its row (or for another file) was never minted here.
     if (grant.linkId && (!link || link.fileId !== file.id)) throw new AppError("invalid_link");
-    const page = wantsPage(request);
-    if (link?.maxDownloads != null) {
-      if (!page && isCountedDownload(request, file)) {
-        if ((await countDownload(deps.db, link.id)) === null) throw new AppError("link_exhausted");
-      } else if (link.downloads >= link.maxDownloads && !isContinuation(request, file)) {
-        throw new AppError("link_exhausted");
-      }
-    }
-    if (page) {
-      const linkExpiresAt = Math.min(grant.expiresAt, file.expiresAt);
-      const downloads =
-        link?.maxDownloads != null ? { used: link.downloads, max: link.maxDownloads } : undefined;
-      return await sharePage(deps.store, file, { expiresAt: linkExpiresAt, now, downloads });
+    const capped = link?.maxDownloads != null ? { ...link, maxDownloads: link.maxDownloads } : null;
+    const usage = capped ? linkUsage(capped, file) : undefined;
+    if (usage?.remaining === 0) throw new AppError("link_exhausted");
+
+    if (wantsPage(request)) {
+      const expiresAt = Math.min(grant.expiresAt, file.expiresAt);
+      const limit =
+        capped && usage
+          ? {
+              usage,
+              // The page's text sample is bytes of the file too: it counts, and only while
+              // one whole download still fits after it.
+              // A HEAD of the page sends no sample: it reserves nothing.
+              reserve: async (bytes: number) =>
+                request.method === "GET" &&
+                (await reserveLinkBytes(deps.db, capped.id, usage.unit, bytes, usage.unit)),
+            }
+          : undefined;
+      return await sharePage(deps, file, { expiresAt, now, limit });
     }
     if (c.req.query("inline") !== undefined) {
       const contentType = await inlineMime(deps.store, file);
       if (contentType)
-        return await fileResponse(deps.store, file, request, { inline: { contentType } });
+        return await fileResponse(deps.store, file, request, {
+          inline: { contentType },
+          budget: capped ? linkBudget(deps, capped, file, "preview") : undefined,
+        });
     }
-    const response = await fileResponse(deps.store, file, request);
+    const response = await fileResponse(deps.store, file, request, {
+      budget: capped ? linkBudget(deps, capped, file, "download") : undefined,
+    });
     // The same URL answers a page to browsers: caches must tell the two apart.
     if (c.req.query("download") === undefined) response.headers.set("vary", "Accept");
     return response;
@@ -56,26 +70,3 @@ export const share = new Hono<AppEnv>().get("/:token", async (c) => {
     throw error;
   }
 });
-
-/**
- * A counted download is a GET that will send the bytes from the start: the whole file
- * (also `?download=1` and `?inline=1`) or a Range starting at byte 0. Not counted: HEAD,
- * the HTML page, a 304 (`If-None-Match` matched), an unsatisfiable Range, and a Range
- * continuation (offset > 0), which resumes a download already counted.
- */
-function isCountedDownload(request: Request, file: FileRow): boolean {
-  if (request.method !== "GET") return false;
-  if (etagMatches(request, file)) return false;
-  const range = requestedRange(request, file);
-  if (range === "unsatisfiable") return false;
-  return range === undefined || range.offset === 0;
-}
-
-/**
- * A Range request from offset > 0: served even once the link is exhausted (until it
- * expires), so an interrupted last download can resume.
- */
-function isContinuation(request: Request, file: FileRow): boolean {
-  const range = requestedRange(request, file);
-  return range !== undefined && range !== "unsatisfiable" && range.offset > 0;
-}

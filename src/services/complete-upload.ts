@@ -10,7 +10,7 @@ import { toFileRecord, type FileRecord } from "./file-record";
 import { assembleParts, isMultipart, multipartTarget, resumeMultipart } from "./multipart-upload";
 import { extendUpload } from "./extend-upload";
 import { rejectUpload } from "./reject-upload";
-import { adoptVerifiedContent, verifyUploadContent } from "./verify-upload";
+import { adoptVerifiedContent, mayBeArchive, verifyUploadContent } from "./verify-upload";
 
 /**
  * Stored bytes up to which `complete` reads a pending upload back itself rather than
@@ -84,7 +84,11 @@ export async function completeUpload(
   const completed = await findUpload(db, upload.id);
   if (completed?.status === "pending") throw uploadExpired(upload); // expired a moment ago
   if (completed?.fileId !== file.id) return existingFile(deps, completed ?? upload, origin);
-  if (verified) return toFileRecord(deps, await adoptVerifiedContent(deps, upload, file), origin);
+  if (verified) {
+    const adopted = await adoptVerifiedContent(deps, upload, file);
+    if (mayBeArchive(adopted)) await deps.verifyQueue.send({ fileId: adopted.id });
+    return toFileRecord(deps, adopted, origin);
+  }
   return toFileRecord(deps, await verifyNowOrQueue(deps, upload, file), origin);
 }
 

@@ -54,7 +54,7 @@ export async function createShareLink(
     createdAt: now,
     expiresAt: expiresAtSeconds,
     maxDownloads: body.maxDownloads ?? null,
-    downloads: 0,
+    bytesServed: 0,
   };
   await insertLink(deps.db, link);
   const token = await createShareToken(deps.config.signingKey, file.id, expiresAt, link.id);

@@ -4,13 +4,17 @@ import { findUpload, type Upload } from "../db/uploads";
 import type { Deps } from "../deps";
 import { logEvent } from "../log";
 import { blobLifecycleDays } from "../storage/lifecycle-rules";
+import { recordArchiveListing } from "./archive-listing";
 import { storedBytesMatch } from "./original-bytes";
 import { deleteObjectIfUnused, rejectUpload } from "./reject-upload";
 
-/** A completed upload whose file waits for its content to be checked (the verify queue's message). */
+/**
+ * The verify queue's message: a file whose content waits to be checked (with the upload that
+ * made it), or, without `uploadId`, a verified file that may be an archive to list once.
+ */
 export interface VerifyJob {
-  uploadId: string;
   fileId: string;
+  uploadId?: string;
 }
 
 /** Where verification jobs go: the `VERIFY_QUEUE` Cloudflare Queue. */
@@ -18,22 +22,34 @@ export interface VerifyQueue {
   send(job: VerifyJob): Promise<unknown>;
 }
 
-export type VerifyOutcome = "verified" | "rejected" | "nothing_to_do";
+export type VerifyOutcome = "verified" | "rejected" | "listed" | "nothing_to_do";
 
 /**
- * The verify queue's consumer: checks a pending file's bytes once. Idempotent, so a
- * message delivered twice, or re-sent by the sweep after a lost one, does no harm. Throws
- * when the store could not be read; the queue then retries the message.
+ * The verify queue's consumer: checks a pending file's bytes once, then lists it if it is
+ * an archive (the share page shows only that stored listing). Idempotent, so a message
+ * delivered twice, or re-sent by the sweep after a lost one, does no harm. Throws when the
+ * store could not be read; the queue then retries the message.
  */
 export async function runVerifyJob(deps: Deps, job: VerifyJob): Promise<VerifyOutcome> {
   const [upload, file] = await Promise.all([
-    findUpload(deps.db, job.uploadId),
+    job.uploadId ? findUpload(deps.db, job.uploadId) : null,
     findFileIncludingDeleted(deps.db, job.fileId),
   ]);
-  if (!upload || !file || upload.fileId !== file.id || upload.status !== "completed")
-    return "nothing_to_do";
-  if (file.verified || file.deletedAt != null) return "nothing_to_do";
+  if (!file || file.deletedAt != null) return "nothing_to_do";
+  if (file.verified) {
+    await recordArchiveListing(deps, file);
+    return "listed";
+  }
+  if (!upload || upload.fileId !== file.id || upload.status !== "completed") return "nothing_to_do";
   return (await verifyUploadContent(deps, upload, file)) ? "verified" : "rejected";
+}
+
+/** Whether a verified file should be listed (on the queue): it says it is a tar or tar.gz. */
+export function mayBeArchive(file: Pick<FileRow, "name" | "contentType">): boolean {
+  return (
+    /\.(tar|tgz|tar\.gz)$/i.test(file.name) ||
+    /^application\/(gzip|x-gzip|x-tar|x-gtar)\b/i.test(file.contentType)
+  );
 }
 
 /**
@@ -51,7 +67,7 @@ export async function verifyUploadContent(
 ): Promise<boolean> {
   const started = Date.now();
   if (await storedBytesMatch(deps.store, upload, upload.multipart !== null)) {
-    await adoptVerifiedContent(deps, upload, file);
+    await recordArchiveListing(deps, await adoptVerifiedContent(deps, upload, file));
     logEvent("upload_verified", {
       uploadId: upload.id,
       fileId: file.id,

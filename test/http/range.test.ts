@@ -23,9 +23,21 @@ describe("parseRange", () => {
 
 describe("contentDisposition", () => {
   it("never lets a name break out of the header", () => {
-    const header = contentDisposition('x"; filename=evil.exe; a="\\');
+    const header = contentDisposition('x"; filename=evil.exe;\r\nSet-Cookie: a="1');
     expect(header).toBe(
-      `attachment; filename="x_; filename=evil.exe; a=__"; filename*=UTF-8''x%22%3B%20filename%3Devil.exe%3B%20a%3D%22%5C`,
+      `attachment; filename="x_; filename=evil.exe;Set-Cookie: a=_1"; filename*=UTF-8''x%22%3B%20filename%3Devil.exe%3BSet-Cookie%3A%20a%3D%221`,
+    );
+  });
+
+  it("applies the name rule to names stored before it: a basename of at most 255 bytes", () => {
+    const header = contentDisposition(`dir/../${"✓".repeat(5000)}.txt`, "inline");
+    const name = decodeURIComponent(/filename\*=UTF-8''(.*)$/.exec(header)![1]!);
+    expect(name).toBe(`${"✓".repeat(83)}.txt`);
+    expect(new TextEncoder().encode(name).byteLength).toBeLessThanOrEqual(255);
+    expect(header.length).toBeLessThan(2048);
+    expect(header.startsWith(`inline; filename="${"_".repeat(83)}.txt"`)).toBe(true);
+    expect(contentDisposition("../..")).toBe(
+      `attachment; filename="download"; filename*=UTF-8''download`,
     );
   });
 });

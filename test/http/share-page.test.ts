@@ -1,10 +1,15 @@
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { createShareToken } from "../../src/auth/share-link";
-import { listTar, TAR_LIMITS } from "../../src/http/share-page/tar-listing";
+import { setupFor } from "../../src/app";
+import { findArchiveListing } from "../../src/db/archive-listings";
+import { findFileIncludingDeleted } from "../../src/db/files";
+import { recordArchiveListing } from "../../src/services/archive-listing";
+import { listTar, TAR_LIMITS } from "../../src/services/tar-listing";
 import { humanSize } from "../../src/services/human-size";
 import type { FileRecord } from "../../src/services/file-record";
 import { gzip, logText, randomBytes, sha256Hex, TINY_PNG } from "../support/bytes";
+import { depsAt } from "../support/deps";
 import { errorOf, ORIGIN, RelayClient } from "../support/relay-client";
 import {
   complete,
@@ -33,6 +38,12 @@ async function sent(bytes: Uint8Array, name: string, contentType?: string): Prom
   const done = await complete(client, token, answer.uploadId);
   expect(done.status).toBe(201);
   return done.json();
+}
+
+/** What the verification consumer does for an archive: list it once into D1. */
+async function listArchive(file: FileRecord): Promise<void> {
+  const row = await findFileIncludingDeleted(env.DB, file.fileId);
+  await recordArchiveListing(depsAt(env, setupFor(env).store, Date.now()), row!);
 }
 
 function browse(url: string, init: RequestInit = {}): Promise<Response> {
@@ -252,7 +263,10 @@ describe("the share page (browsers)", () => {
       ["project.tar.gz", await gzip(archive)],
       ["project.tar", archive],
     ] as const) {
-      const html = await page((await sent(bytes, name)).url);
+      const file = await sent(bytes, name);
+      await listArchive(file);
+      await listArchive(file); // idempotent
+      const html = await page(file.url);
       expect(html).toContain("Archive with 5 entries.");
       expect(html).toContain('<td>project/</td><td class="num"></td><td>directory</td>');
       expect(html).toContain('<td>project/README.md</td><td class="num">1.2 KB</td><td>file</td>');
@@ -266,10 +280,70 @@ describe("the share page (browsers)", () => {
 
   it("says when a listing stops at the entry limit", async () => {
     const entries = Array.from({ length: TAR_LIMITS.entries + 5 }, (_, i) => ({ name: `f${i}` }));
-    const html = await page((await sent(await gzip(tar(entries)), "many.tgz")).url);
+    const file = await sent(await gzip(tar(entries)), "many.tgz");
+    await listArchive(file);
+    const html = await page(file.url);
     expect(html).toContain(`Archive with ${TAR_LIMITS.entries}+ entries.`);
     expect(html).toContain(`Only the first ${TAR_LIMITS.entries} entries are listed.`);
     expect(html.match(/<tr><td>/g)).toHaveLength(TAR_LIMITS.entries);
+  });
+
+  it("never reads an archive on a page view: no stored listing, a line saying so", async () => {
+    client.holdVerification();
+    const file = await sent(await gzip(tar([{ name: "a.txt", size: 3 }])), "later.tar.gz");
+    client.queued.splice(0); // its listing job has not run yet
+    client.resumeVerification();
+    const html = await page(file.url);
+    expect(html).toContain("The list of files in this archive is not available.");
+    expect(html).not.toContain("<table>");
+    expect(
+      await findArchiveListing(
+        env.DB,
+        (await findFileIncludingDeleted(env.DB, file.fileId))!.storedKey,
+      ),
+    ).toBeNull();
+    await env.DB.prepare("UPDATE files SET verified = 0 WHERE id = ?").bind(file.fileId).run();
+    expect(await page(file.url)).toContain(
+      "The list of files in this archive will show once the file has been checked.",
+    );
+  });
+
+  it("lists a gzip bomb within its bounds, and the page shows that listing", async () => {
+    // One entry declaring 1 GiB, then 256 MiB of zeros: about 256 KB once gzipped.
+    const header = tar([{ name: "bomb.bin", size: 0 }])
+      .subarray(0, 512)
+      .slice();
+    header.set(new TextEncoder().encode(`${(1024 ** 3).toString(8).padStart(11, "0")}\0`), 124);
+    header.set(new TextEncoder().encode("        "), 148);
+    const sum = header.reduce((total, byte) => total + byte, 0);
+    header.set(new TextEncoder().encode(`${sum.toString(8).padStart(6, "0")}\0 `), 148);
+    const zeros = new Uint8Array(1024 * 1024);
+    const compressed = new Response(
+      new ReadableStream<Uint8Array>({
+        start(controller) {
+          controller.enqueue(header);
+          for (let i = 0; i < 256; i++) controller.enqueue(zeros);
+          controller.close();
+        },
+      }).pipeThrough(new CompressionStream("gzip")),
+    ).arrayBuffer();
+    const bomb = new Uint8Array(await compressed);
+    expect(bomb.byteLength).toBeLessThan(1024 * 1024);
+    const file = await sent(bomb, "bomb.tar.gz");
+    await listArchive(file);
+    const stored = await findArchiveListing(
+      env.DB,
+      (await findFileIncludingDeleted(env.DB, file.fileId))!.storedKey,
+    );
+    expect(stored?.listing).toEqual({
+      entries: [{ name: "bomb.bin", size: 1024 ** 3, type: "file" }],
+      stopped: "bytes",
+    });
+    const html = await page(file.url);
+    expect(html).toContain("Archive with 1+ entry.");
+    expect(html).toContain(
+      `Listing stopped after reading ${humanSize(TAR_LIMITS.bytes)} of the archive.`,
+    );
   });
 
   it("sends a strict CSP whose only inline source is the page's stylesheet, by hash", async () => {

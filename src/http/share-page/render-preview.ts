@@ -1,7 +1,7 @@
 import { humanSize } from "../../services/human-size";
 import { escapeHtml } from "./html";
 import type { Preview } from "./preview";
-import { TAR_LIMITS, type TarListing } from "./tar-listing";
+import { TAR_LIMITS, type TarListing } from "../../services/tar-listing";
 
 /** Same-origin URLs relative to the page (`/d/<token>`), so the token is never repeated. */
 const INLINE = "?inline=1";
@@ -49,6 +49,20 @@ export function renderPreview(preview: Preview, name: string): string {
     }
     case "archive":
       return section("Contents", renderListing(preview.listing));
+    case "unlisted":
+      return section(
+        "Contents",
+        `<p class="note">${
+          preview.pending
+            ? "The list of files in this archive will show once the file has been checked."
+            : "The list of files in this archive is not available."
+        }</p>`,
+      );
+    case "withheld":
+      return section(
+        "Preview",
+        `<p class="note">No preview: this link allows a set number of downloads, and a preview would use up the last one.</p>`,
+      );
     case "empty":
       return section("Preview", `<p class="note">This file is empty.</p>`);
     case "none":

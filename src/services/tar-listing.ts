@@ -12,8 +12,13 @@ export interface TarListing {
   stopped?: "entries" | "bytes" | "corrupt";
 }
 
-/** How far a listing reads: the page must stay fast and a Worker's memory and CPU small. */
-export const TAR_LIMITS = { entries: 1000, bytes: 64 * 1024 * 1024 };
+/**
+ * How far a listing reads: it runs once per stored archive, but on bytes anyone may have
+ * uploaded (a gzip bomb among them), so its time and memory must stay small whatever they are.
+ */
+export const TAR_LIMITS = { entries: 500, bytes: 4 * 1024 * 1024 };
+/** Longer entry names (GNU long names and pax paths may run to megabytes) are cut. */
+const MAX_ENTRY_NAME = 512;
 
 const BLOCK = 512;
 const TYPES: Record<string, TarEntry["type"]> = {
@@ -50,7 +55,7 @@ export async function listTar(
       const size = sizeOf(header);
       const flag = String.fromCharCode(header[156]!);
       if (flag === "L" || flag === "K" || flag === "x" || flag === "g") {
-        const data = size <= 1024 * 1024 ? await input.read(size) : null;
+        const data = size <= 64 * 1024 ? await input.read(size) : null;
         if (!data || !(await input.skip(padding(size)))) return ended(entries, input);
         const text = new TextDecoder().decode(data);
         if (flag === "L") override.path = text.replace(/\0.*$/s, "");
@@ -65,10 +70,10 @@ export async function listTar(
       const type = TYPES[flag] ?? "other";
       const linkTarget = override.linkpath ?? field(header, 157, 100);
       entries.push({
-        name: override.path ?? name,
+        name: cut(override.path ?? name),
         size: type === "file" ? size : 0,
         type,
-        ...(type === "symlink" || type === "hardlink" ? { linkTarget } : {}),
+        ...(type === "symlink" || type === "hardlink" ? { linkTarget: cut(linkTarget) } : {}),
       });
       override = {};
       if (!NO_DATA.has(flag) && !(await input.skip(size + padding(size))))
@@ -84,6 +89,11 @@ export async function listTar(
 /** A listing cut short inside an entry: by the byte limit, or by a truncated archive. */
 function ended(entries: TarEntry[], input: BlockReader): TarListing {
   return { entries, stopped: input.overLimit ? "bytes" : "corrupt" };
+}
+
+function cut(text: string): string {
+  if (text.length <= MAX_ENTRY_NAME) return text;
+  return `${Array.from(text).slice(0, MAX_ENTRY_NAME).join("")}…`;
 }
 
 function padding(size: number): number {
