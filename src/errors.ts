@@ -46,6 +46,7 @@ export const ERRORS = {
   },
   inbox_item_not_found: { status: 404, message: "no such inbox item" },
   length_required: { status: 411, message: "Content-Length is required" },
+  payload_too_large: { status: 413, message: "request body is larger than the relay accepts" },
   method_not_allowed: { status: 405, message: "method not allowed" },
   not_implemented: { status: 501, message: "not implemented yet" },
   storage_unavailable: { status: 503, message: "object storage is unavailable" },

@@ -46,7 +46,10 @@ function toItem(row: InboxRow): InboxItem {
   };
 }
 
-/** Adds an item; returns false when an item for the same platform event already exists. */
+/**
+ * Adds an item; returns false when an item for the same platform event already exists.
+ * An item refused on arrival is added `failed` with its `error` and `attempts` used up.
+ */
 export async function insertInboxItem(
   db: D1Database,
   item: Pick<
@@ -60,12 +63,13 @@ export async function insertInboxItem(
     | "fileId"
     | "eventKey"
     | "createdAt"
-  >,
+  > &
+    Partial<Pick<InboxItem, "error" | "attempts">>,
 ): Promise<boolean> {
   const result = await db
     .prepare(
-      `INSERT INTO inbox (id, session_id, source, name, status, attachment, file_id, event_key, created_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (event_key) DO NOTHING`,
+      `INSERT INTO inbox (id, session_id, source, name, status, attachment, file_id, event_key, created_at, error, attempts)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (event_key) DO NOTHING`,
     )
     .bind(
       item.id,
@@ -77,6 +81,8 @@ export async function insertInboxItem(
       item.fileId,
       item.eventKey,
       item.createdAt,
+      item.error ?? null,
+      item.attempts ?? 0,
     )
     .run();
   return result.meta.changes > 0;

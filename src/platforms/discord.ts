@@ -5,12 +5,14 @@ import type {
 } from "discord-api-types/v10";
 import { verifyKey } from "discord-interactions";
 import { AppError } from "../errors";
+import { cleanFileName } from "../names";
 import { multipartBody } from "./multipart-body";
 import {
   PlatformError,
   type InboundAttachment,
   type OutgoingFile,
   type Platform,
+  type Refusal,
   type SentMessage,
   type WebhookEvent,
 } from "./platform";
@@ -69,7 +71,11 @@ export class DiscordPlatform implements Platform {
     return { messageId: message.id, method: "channels.messages" };
   }
 
-  async verifyWebhook(request: Request, rawBody: string, now: number): Promise<void> {
+  async verifyWebhook(
+    request: Request,
+    rawBody: () => Promise<string>,
+    now: number,
+  ): Promise<void> {
     const signature = request.headers.get("x-signature-ed25519");
     const timestamp = request.headers.get("x-signature-timestamp");
     const key = this.config.publicKey;
@@ -78,7 +84,7 @@ export class DiscordPlatform implements Platform {
     if (Math.abs(now / 1000 - Number(timestamp)) > MAX_WEBHOOK_AGE_SECONDS) {
       throw new AppError("webhook_unauthorized", "webhook timestamp is too old or in the future");
     }
-    const valid = await verifyKey(rawBody, signature, timestamp, key).catch(() => false);
+    const valid = await verifyKey(await rawBody(), signature, timestamp, key).catch(() => false);
     if (!valid) throw new AppError("webhook_unauthorized");
   }
 
@@ -93,21 +99,24 @@ export class DiscordPlatform implements Platform {
       for (const option of command.data.options ?? []) {
         if (option.type !== OPTION_ATTACHMENT) continue;
         const attachment = command.data.resolved?.attachments?.[String(option.value)];
-        if (!attachment) continue;
+        if (!attachment || typeof attachment.url !== "string") continue;
+        const size = attachment.size;
         attachments.push({
-          name: attachment.filename,
-          size: attachment.size,
+          name: cleanFileName(String(attachment.filename ?? ""), "attachment"),
+          size: Number.isSafeInteger(size) && size >= 0 ? size : null,
           contentType: attachment.content_type,
           ref: { url: attachment.url },
         });
       }
     }
-    const names = attachments.map((a) => a.name).join(", ");
-    const content = names
-      ? `Received ${names}: it will be in the agent's inbox shortly.`
-      : "Attach a file to this command to send it to the agent.";
+    const respond = (refused: Refusal[]) =>
+      Response.json({
+        type: 4,
+        data: { content: replyText(attachments, refused), allowed_mentions: { parse: [] } },
+      });
     return {
-      response: Response.json({ type: 4, data: { content, allowed_mentions: { parse: [] } } }),
+      response: respond([]),
+      respond,
       chat: interaction.channel?.id ? `discord:${interaction.channel.id}` : undefined,
       eventKey: `discord:${interaction.id}`,
       attachments,
@@ -141,4 +150,16 @@ export class DiscordPlatform implements Platform {
     retryAfter ??= Number(response.headers.get("retry-after")) || undefined;
     throw new PlatformError("discord", response.status, reason, retryAfter);
   }
+}
+
+/** The interaction's answer: what was received, and what was refused and why. */
+function replyText(attachments: InboundAttachment[], refused: Refusal[]): string {
+  if (attachments.length === 0) return "Attach a file to this command to send it to the agent.";
+  const taken = attachments.filter((a) => !refused.some((r) => r.name === a.name));
+  const lines = refused.map((r) => `Could not take ${r.name}: ${r.reason}.`);
+  if (taken.length > 0) {
+    const names = taken.map((a) => a.name).join(", ");
+    lines.unshift(`Received ${names}: it will be in the agent's inbox shortly.`);
+  }
+  return lines.join("\n");
 }

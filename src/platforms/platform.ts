@@ -26,17 +26,29 @@ export interface InboundAttachment {
   ref: Record<string, string | number>;
 }
 
+/** An attachment the relay will not take, with why, to explain in the chat. */
+export interface Refusal {
+  name: string;
+  reason: string;
+}
+
 /** What a verified webhook asks of the relay. */
 export interface WebhookEvent {
   /** The answer to give the platform at once. */
   response: Response;
+  /**
+   * For platforms that answer in the webhook's response itself (Discord interactions):
+   * the answer once the relay knows which attachments it refused. Without it, refusals
+   * are posted to the chat as a message.
+   */
+  respond?: (refused: Refusal[]) => Response;
   /** The chat the event came from (`platform:id`), when it came from one. */
   chat?: string;
   /** Unique per platform event, so a redelivered webhook is stored once. */
   eventKey?: string;
   attachments: InboundAttachment[];
   /** Attachments the relay cannot take (e.g. over a download limit), to explain in the chat. */
-  refused: { name: string; reason: string }[];
+  refused: Refusal[];
 }
 
 /**
@@ -47,8 +59,12 @@ export interface Platform {
   readonly name: PlatformName;
   sendFile(target: string, file: OutgoingFile, caption?: string): Promise<SentMessage>;
   sendText(target: string, text: string): Promise<SentMessage>;
-  /** Throws `AppError("webhook_unauthorized")` unless the request provably comes from the platform. */
-  verifyWebhook(request: Request, rawBody: string, now: number): Promise<void>;
+  /**
+   * Throws `AppError("webhook_unauthorized")` unless the request provably comes from the
+   * platform. `rawBody` reads the (size-capped) body: only platforms that sign the body call
+   * it, so a header-only proof (Telegram's secret) is checked before a byte is read.
+   */
+  verifyWebhook(request: Request, rawBody: () => Promise<string>, now: number): Promise<void>;
   parseWebhook(rawBody: string): Promise<WebhookEvent>;
   /** Streams an attachment from the platform's own hosts only. */
   fetchAttachment(

@@ -2,6 +2,7 @@ import { ErrorCode, WebClient, type WebAPICallError } from "@slack/web-api";
 import { timingSafeEqual } from "hono/utils/buffer";
 import { hmacSha256Hex } from "../auth/hmac";
 import { AppError } from "../errors";
+import { cleanFileName } from "../names";
 import { withKnownLength } from "../storage/known-length";
 import {
   PlatformError,
@@ -36,12 +37,15 @@ interface SlackEnvelope {
   type: string;
   challenge?: string;
   event_id?: string;
+  team_id?: string;
   event?: {
     type: string;
     channel?: string;
     channel_id?: string;
     file_id?: string;
     bot_id?: string;
+    ts?: string;
+    event_ts?: string;
     files?: SlackFile[];
   };
 }
@@ -91,12 +95,20 @@ export class SlackPlatform implements Platform {
 
   async sendText(target: string, text: string): Promise<SentMessage> {
     const posted = await this.call(() =>
-      this.client.chat.postMessage({ channel: target, text, unfurl_links: false }),
+      this.client.chat.postMessage({
+        channel: target,
+        text: escapeText(text),
+        unfurl_links: false,
+      }),
     );
     return { messageId: posted.ts ?? "", method: "chat.postMessage" };
   }
 
-  async verifyWebhook(request: Request, rawBody: string, now: number): Promise<void> {
+  async verifyWebhook(
+    request: Request,
+    rawBody: () => Promise<string>,
+    now: number,
+  ): Promise<void> {
     const secret = this.config.signingSecret;
     const timestamp = request.headers.get("x-slack-request-timestamp");
     const signature = request.headers.get("x-slack-signature");
@@ -105,7 +117,7 @@ export class SlackPlatform implements Platform {
     if (Math.abs(now / 1000 - Number(timestamp)) > MAX_WEBHOOK_AGE_SECONDS) {
       throw new AppError("webhook_unauthorized", "webhook timestamp is too old or in the future");
     }
-    const expected = `v0=${await hmacSha256Hex(secret, `v0:${timestamp}:${rawBody}`)}`;
+    const expected = `v0=${await hmacSha256Hex(secret, `v0:${timestamp}:${await rawBody()}`)}`;
     if (!(await timingSafeEqual(expected, signature))) throw new AppError("webhook_unauthorized");
   }
 
@@ -127,12 +139,19 @@ export class SlackPlatform implements Platform {
     if (envelope.type !== "event_callback" || !event || event.bot_id) return result;
     const channel = event.channel ?? event.channel_id;
     if (channel) result.chat = `slack:${channel}`;
-    result.eventKey = envelope.event_id ? `slack:${envelope.event_id}` : undefined;
     if (event.type === "message") {
-      for (const file of event.files ?? []) result.attachments.push(attachmentOf(file));
-    } else if (event.type === "file_shared" && event.file_id) {
-      result.attachments.push({ name: event.file_id, size: null, ref: { fileId: event.file_id } });
+      for (const file of event.files ?? []) {
+        if (typeof file?.id === "string" && file.id !== "")
+          result.attachments.push(attachmentOf(file));
+      }
+    } else if (event.type === "file_shared" && typeof event.file_id === "string") {
+      result.attachments.push({
+        name: cleanFileName(event.file_id, "file"),
+        size: null,
+        ref: { fileId: event.file_id },
+      });
     }
+    result.eventKey = eventKeyOf(envelope, channel, result.attachments);
     return result;
   }
 
@@ -159,14 +178,43 @@ export class SlackPlatform implements Platform {
   }
 }
 
+/**
+ * Slack's `event_id`, or — for an event without one — a key derived from what makes the
+ * event itself (team, channel, message time, file ids), so a replay within the signature's
+ * five minutes is stored once.
+ */
+function eventKeyOf(
+  envelope: SlackEnvelope,
+  channel: string | undefined,
+  attachments: InboundAttachment[],
+): string | undefined {
+  if (typeof envelope.event_id === "string" && envelope.event_id !== "")
+    return `slack:${envelope.event_id}`;
+  const event = envelope.event;
+  const ts = event?.ts ?? event?.event_ts;
+  const files = attachments.map((a) => String(a.ref.fileId));
+  if (!ts && files.length === 0) return undefined;
+  const parts = [envelope.team_id, channel, event?.type, ts, files.join(",")];
+  return `slack:derived:${parts.map((p) => p ?? "").join(":")}`;
+}
+
 function attachmentOf(file: SlackFile): InboundAttachment {
   const url = file.url_private_download ?? file.url_private;
+  const { name, size } = file;
   return {
-    name: file.name ?? file.id,
-    size: file.size ?? null,
+    name: cleanFileName(typeof name === "string" ? name : "", cleanFileName(file.id, "file")),
+    size: typeof size === "number" && Number.isSafeInteger(size) && size >= 0 ? size : null,
     contentType: file.mimetype,
     ref: url ? { fileId: file.id, url } : { fileId: file.id },
   };
+}
+
+/**
+ * Slack reads `<…>` in message text as links and mentions (`<!channel>` pings everyone):
+ * text that may carry a person's file name is sent with `&`, `<` and `>` escaped, as Slack asks.
+ */
+function escapeText(text: string): string {
+  return text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
 }
 
 function toPlatformError(error: WebAPICallError): Error {

@@ -2,6 +2,8 @@ import type { Message, Update } from "@grammyjs/types";
 import { Api, GrammyError, InputFile } from "grammy";
 import { timingSafeEqual } from "hono/utils/buffer";
 import { AppError } from "../errors";
+import { logEvent } from "../log";
+import { cleanFileName } from "../names";
 import {
   PlatformError,
   type InboundAttachment,
@@ -63,6 +65,7 @@ export class TelegramPlatform implements Platform {
     return { messageId: String(message.message_id), method: "sendMessage" };
   }
 
+  /** Telegram's proof is a header alone: the body is not read before it is checked. */
   async verifyWebhook(request: Request): Promise<void> {
     const secret = this.config.webhookSecret;
     const given = request.headers.get("x-telegram-bot-api-secret-token");
@@ -81,7 +84,7 @@ export class TelegramPlatform implements Platform {
     if (!message) return event;
     event.chat = `telegram:${message.chat.id}`;
     event.eventKey = `telegram:${update.update_id}`;
-    for (const attachment of attachmentsOf(message)) {
+    for (const attachment of attachmentsOf(message, update.update_id)) {
       if (attachment.size !== null && attachment.size > this.config.maxDownloadBytes) {
         const limit = Math.round(this.config.maxDownloadBytes / 1e6);
         event.refused.push({
@@ -122,32 +125,47 @@ export class TelegramPlatform implements Platform {
   }
 }
 
-/** Documents, the largest photo size, video, audio and voice notes of a message. */
-function attachmentsOf(message: Message): InboundAttachment[] {
+interface TelegramMedia {
+  file_id?: unknown;
+  file_unique_id?: unknown;
+  file_size?: unknown;
+  file_name?: unknown;
+  mime_type?: unknown;
+}
+
+/**
+ * Documents, the largest photo size, video, audio and voice notes of a message. Names are
+ * cleaned by the one name rule; media without a `file_id` cannot be fetched and are skipped.
+ */
+function attachmentsOf(message: Message, updateId: number): InboundAttachment[] {
   const found: InboundAttachment[] = [];
-  const add = (fileId: string, name: string, size: number | undefined, contentType?: string) =>
-    found.push({ name, size: size ?? null, contentType, ref: { fileId } });
-  if (message.document) {
-    const d = message.document;
-    add(d.file_id, d.file_name ?? `document-${d.file_unique_id}`, d.file_size, d.mime_type);
-  }
+  const add = (kind: string, media: TelegramMedia, extension: string, contentType?: string) => {
+    if (typeof media.file_id !== "string" || media.file_id === "") {
+      logEvent("attachment_skipped", { updateId, kind, reason: "no file_id" }, "warn");
+      return;
+    }
+    const unique = typeof media.file_unique_id === "string" ? `-${media.file_unique_id}` : "";
+    const fallback = cleanFileName(`${kind}${unique}${extension}`, `${kind}${extension}`);
+    const given = typeof media.file_name === "string" ? media.file_name : "";
+    const size = media.file_size;
+    const type = typeof media.mime_type === "string" ? media.mime_type : contentType;
+    found.push({
+      name: cleanFileName(given, fallback),
+      size: typeof size === "number" && Number.isSafeInteger(size) && size >= 0 ? size : null,
+      contentType: type,
+      ref: { fileId: media.file_id },
+    });
+  };
+  if (message.document) add("document", message.document, "");
   if (message.photo && message.photo.length > 0) {
     const largest = message.photo.reduce((a, b) =>
       (b.file_size ?? b.width * b.height) > (a.file_size ?? a.width * a.height) ? b : a,
     );
-    add(largest.file_id, `photo-${largest.file_unique_id}.jpg`, largest.file_size, "image/jpeg");
+    // Telegram recompresses photos to JPEG and gives them no name.
+    add("photo", largest, ".jpg", "image/jpeg");
   }
-  if (message.video) {
-    const v = message.video;
-    add(v.file_id, v.file_name ?? `video-${v.file_unique_id}.mp4`, v.file_size, v.mime_type);
-  }
-  if (message.audio) {
-    const a = message.audio;
-    add(a.file_id, a.file_name ?? `audio-${a.file_unique_id}.mp3`, a.file_size, a.mime_type);
-  }
-  if (message.voice) {
-    const v = message.voice;
-    add(v.file_id, `voice-${v.file_unique_id}.ogg`, v.file_size, v.mime_type);
-  }
+  if (message.video) add("video", message.video, ".mp4");
+  if (message.audio) add("audio", message.audio, ".mp3");
+  if (message.voice) add("voice", message.voice, ".ogg");
   return found;
 }

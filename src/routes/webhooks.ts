@@ -1,15 +1,20 @@
 import { Hono } from "hono";
 import type { AppEnv } from "../app-env";
 import { AppError } from "../errors";
+import { readCappedText } from "../http/json-body";
 import { logEvent, since } from "../log";
 import type { PlatformName } from "../platforms";
 import { receiveAttachments } from "../services/inbox";
 
 const PLATFORMS: readonly PlatformName[] = ["telegram", "discord", "slack"];
 
+/** The platforms' webhook payloads are a few KB; a body past this is nobody's event. */
+export const MAX_WEBHOOK_BODY_BYTES = 1024 * 1024;
+
 /**
- * Platform webhooks: the signature is verified over the raw body before anything is
- * parsed or stored; attachments are fetched in the background after the answer.
+ * Platform webhooks: the request is authenticated before its body is parsed (Telegram's
+ * secret header before the body is even read; Slack's and Discord's signatures over the raw
+ * body, read up to a 1 MiB cap), then attachments are fetched in the background after the answer.
  */
 export const webhooks = new Hono<AppEnv>().post("/:platform", async (c) => {
   const { deps } = c.var;
@@ -17,27 +22,29 @@ export const webhooks = new Hono<AppEnv>().post("/:platform", async (c) => {
   const platform = PLATFORMS.includes(name) ? deps.platforms[name] : undefined;
   if (!platform) throw new AppError("not_found", `no webhook for ${name} on this relay`);
   const started = Date.now();
-  const rawBody = await c.req.text();
+  let body: Promise<string> | undefined;
+  const rawBody = () => (body ??= readCappedText(c, MAX_WEBHOOK_BODY_BYTES));
   try {
     await platform.verifyWebhook(c.req.raw, rawBody, deps.now());
   } catch (error) {
     logEvent("webhook_refused", { platform: name, reason: String(error) }, "warn");
     throw error;
   }
+  const text = await rawBody();
   let event;
   try {
-    event = await platform.parseWebhook(rawBody);
+    event = await platform.parseWebhook(text);
   } catch {
     throw new AppError("invalid_json", "webhook body is not a valid event");
   }
-  await receiveAttachments(deps, platform, event);
+  const refused = await receiveAttachments(deps, platform, event);
   logEvent("webhook", {
     platform: name,
     chat: event.chat,
     eventKey: event.eventKey,
     attachments: event.attachments.length,
-    refused: event.refused.length,
+    refused: refused.length,
     durationMs: since(started),
   });
-  return event.response;
+  return event.respond ? event.respond(refused) : event.response;
 });

@@ -10,16 +10,20 @@ import {
 import { findFile, findFiles, type FileRow } from "../db/files";
 import { findSessionForDestination } from "../db/sessions";
 import type { Deps } from "../deps";
+import { AppError, type ErrorCode } from "../errors";
 import { logEvent } from "../log";
+import { cleanFileName } from "../names";
 import { newId } from "../ids";
 import { parseDestination, type Platform } from "../platforms";
-import type { InboundAttachment, WebhookEvent } from "../platforms/platform";
+import type { InboundAttachment, Refusal, WebhookEvent } from "../platforms/platform";
 import { AttachmentRefusedError } from "../platforms/streams";
 import type { InboxRecord } from "../wire-types";
 import { toFileRecord } from "./file-record";
-import { ingest } from "./ingest";
+import { ingest, roomFor } from "./ingest";
 import { mediaType } from "./validation";
 
+/** Refusals worth telling the person who sent the file. */
+const TOO_BIG = new Set<ErrorCode>(["file_too_large", "quota_exceeded"]);
 /** How often the relay tries to fetch an attachment before it leaves it failed. */
 const MAX_FETCH_ATTEMPTS = 5;
 /** A fetch still marked in progress after this long is assumed lost and tried again. */
@@ -39,33 +43,49 @@ export type { InboxRecord } from "../wire-types";
  * Puts a verified webhook's attachments in the inbox of the newest live session bound to
  * the chat, and fetches them in the background: the platform gets its answer at once.
  * Each attachment is recorded before its fetch, so a failed fetch is retried, never lost.
+ * One that the platform says is over `MAX_FILE_BYTES` or the session's quota is recorded
+ * failed and never fetched. Returns the refusals; they are posted to the chat unless the
+ * platform answers in the webhook's response (`event.respond`).
  */
 export async function receiveAttachments(
   deps: Deps,
   platform: Platform,
   event: WebhookEvent,
-): Promise<void> {
-  if (!event.chat) return;
-  const target = parseDestination(event.chat)?.target;
-  if (target && event.refused.length > 0) {
-    const text = event.refused.map((r) => `Could not take ${r.name}: ${r.reason}.`).join("\n");
-    deps.waitUntil(
-      platform
-        .sendText(target, text)
-        .catch((error) => logFailure("refusal_reply_failed", event.chat, error)),
-    );
+): Promise<Refusal[]> {
+  const chat = event.chat;
+  if (!chat) return [];
+  const refused: Refusal[] = [...event.refused];
+  if (event.attachments.length > 0) {
+    const sessionId = await findSessionForDestination(deps.db, chat, deps.now());
+    if (sessionId) refused.push(...(await admit(deps, platform, event, chat, sessionId)));
+    else
+      logEvent(
+        "attachment_without_session",
+        { chat, attachments: event.attachments.length },
+        "warn",
+      );
   }
-  if (event.attachments.length === 0) return;
-  const sessionId = await findSessionForDestination(deps.db, event.chat, deps.now());
-  if (!sessionId) {
-    logEvent(
-      "attachment_without_session",
-      { chat: event.chat, attachments: event.attachments.length },
-      "warn",
-    );
-    return;
-  }
+  if (refused.length > 0 && !event.respond) replyInChat(deps, chat, refused);
+  return refused;
+}
+
+/**
+ * Records each attachment in the session's inbox and starts its fetch, or records it
+ * failed when its size is known to be too big; returns those refused.
+ */
+async function admit(
+  deps: Deps,
+  platform: Platform,
+  event: WebhookEvent,
+  chat: string,
+  sessionId: string,
+): Promise<Refusal[]> {
+  const refused: Refusal[] = [];
   for (const [index, attachment] of event.attachments.entries()) {
+    const { refusal } =
+      attachment.size === null
+        ? { refusal: null }
+        : await roomFor(deps, sessionId, attachment.size);
     const pending: PendingAttachment = {
       platform: platform.name,
       ref: attachment.ref,
@@ -73,19 +93,41 @@ export async function receiveAttachments(
       contentType: attachment.contentType,
     };
     const id = newId("inb");
+    const name = cleanFileName(attachment.name, "file");
     const inserted = await insertInboxItem(deps.db, {
       id,
       sessionId,
-      source: event.chat,
-      name: attachment.name,
-      status: "fetching",
+      source: chat,
+      name,
+      status: refusal ? "failed" : "fetching",
       attachment: JSON.stringify(pending),
       fileId: null,
       eventKey: event.eventKey ? `${event.eventKey}:${index}` : null,
       createdAt: deps.now(),
+      ...(refusal ? { error: refusal.message, attempts: MAX_FETCH_ATTEMPTS } : {}),
     });
-    if (inserted) deps.waitUntil(fetchIntoInbox(deps, id));
+    if (!inserted) continue; // a redelivered event: handled the first time
+    if (refusal) {
+      refused.push({ name, reason: refusal.message });
+      logEvent("attachment_refused", { itemId: id, chat, code: refusal.code }, "warn");
+    } else {
+      deps.waitUntil(fetchIntoInbox(deps, id));
+    }
   }
+  return refused;
+}
+
+/** Explains refused attachments in the chat they came from, in the background. */
+function replyInChat(deps: Deps, chat: string, refused: Refusal[]): void {
+  const destination = parseDestination(chat);
+  const platform = destination && deps.platforms[destination.platform];
+  if (!destination || !platform) return;
+  const text = refused.map((r) => `Could not take ${r.name}: ${r.reason}.`).join("\n");
+  deps.waitUntil(
+    platform
+      .sendText(destination.target, text)
+      .catch((error) => logFailure("refusal_reply_failed", chat, error)),
+  );
 }
 
 /** Fetches one attachment into storage, with retries; records the failure if all fail. */
@@ -94,19 +136,29 @@ export async function fetchIntoInbox(deps: Deps, itemId: string, attempts = 3): 
     const item = await findInboxItem(deps.db, itemId);
     if (!item?.attachment || (item.status !== "fetching" && item.status !== "failed")) return;
     if (item.attempts >= MAX_FETCH_ATTEMPTS || !(await startFetchAttempt(deps.db, itemId))) return;
+    const name = cleanFileName(item.name, "file");
     try {
       const pending = JSON.parse(item.attachment) as PendingAttachment;
       const platform = deps.platforms[pending.platform];
       if (!platform) throw new Error(`${pending.platform} is no longer configured`);
+      if (pending.size !== null) {
+        const { refusal } = await roomFor(deps, item.sessionId, pending.size);
+        if (refusal) throw refusal;
+      }
+      // The download's own length is checked again in ingest, before its body is read.
       const { body, size } = await platform.fetchAttachment(pending.ref);
       const contentType =
         mediaType.safeParse(pending.contentType).data ?? "application/octet-stream";
       const file = await ingest(deps, {
         sessionId: item.sessionId,
-        name: item.name,
+        name,
         contentType,
         body,
         size,
+      }).catch(async (error: unknown) => {
+        // Stops the download (a refused one was never read; a failed one is locked, and this rejects).
+        await body.cancel().catch(() => {});
+        throw error;
       });
       await markInboxReady(deps.db, itemId, file.id);
       logEvent("attachment_fetched", {
@@ -118,14 +170,18 @@ export async function fetchIntoInbox(deps: Deps, itemId: string, attempts = 3): 
       });
       return;
     } catch (error) {
-      const hopeless = error instanceof AttachmentRefusedError;
+      // Refused by the relay's own limits or the platform's hosts: final, never retried.
+      const hopeless = error instanceof AttachmentRefusedError || error instanceof AppError;
+      const message = error instanceof AppError ? error.message : String(error);
       await markInboxFailed(
         deps.db,
         itemId,
-        String(error).slice(0, 500),
+        message.slice(0, 500),
         hopeless ? MAX_FETCH_ATTEMPTS : 0,
       );
       logFailure("attachment_fetch_failed", item.source, error, { itemId, attempt });
+      if (error instanceof AppError && TOO_BIG.has(error.code))
+        replyInChat(deps, item.source, [{ name, reason: error.message }]);
       if (hopeless) return;
       if (attempt < attempts)
         await new Promise((resolve) => setTimeout(resolve, 250 * 4 ** (attempt - 1)));
@@ -190,20 +246,25 @@ function logFailure(
   logEvent(event, { chat, error: String(error), ...extra }, "error");
 }
 
-/** The operator's seed: bytes stored and placed in the session's inbox, ready at once. */
+/**
+ * The operator's seed: bytes stored and placed in the session's inbox, ready at once. The
+ * name is cleaned by the one name rule; the bytes count against the session's quota like
+ * any other file (`413 quota_exceeded` before a byte is read, nothing stored).
+ */
 export async function seedInbox(
   deps: Deps,
   sessionId: string,
   input: { name: string; size: number; contentType: string; body: ReadableStream<Uint8Array> },
   origin: string,
 ): Promise<InboxRecord> {
-  const file = await ingest(deps, { sessionId, ...input });
+  const name = cleanFileName(input.name, "file");
+  const file = await ingest(deps, { sessionId, ...input, name });
   const id = newId("inb");
   await insertInboxItem(deps.db, {
     id,
     sessionId,
     source: "operator",
-    name: input.name,
+    name,
     status: "ready",
     attachment: null,
     fileId: file.id,

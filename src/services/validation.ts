@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { fileNameProblem } from "../names";
 
 /** Hex SHA-256 as the shim and the relay write it. */
 export const sha256Hex = z.string().regex(/^[0-9a-f]{64}$/, "must be 64 lowercase hex characters");
@@ -11,16 +12,14 @@ export const byteCount = z
   .max(Number.MAX_SAFE_INTEGER);
 
 /**
- * A file name as it will appear to people and on disk: one path component, no
- * separators, no NUL or control characters, not "." or "..", at most 255 UTF-8 bytes.
+ * A declared file name: it must already obey the one name rule (`src/names.ts`), so what a
+ * client declares is exactly what people and disks will see. (Names from people — chat
+ * attachments, seeds — are cleaned instead of refused.)
  */
-export const fileName = z
-  .string()
-  .min(1, "must not be empty")
-  .refine((name) => new TextEncoder().encode(name).length <= 255, "must be at most 255 bytes")
-  .refine((name) => !/[/\\]/.test(name), "must not contain / or \\")
-  .refine((name) => !hasControlCharacter(name), "must not contain control characters")
-  .refine((name) => name !== "." && name !== "..", 'must not be "." or ".."');
+export const fileName = z.string().superRefine((name, context) => {
+  const problem = fileNameProblem(name);
+  if (problem) context.addIssue({ code: "custom", message: problem });
+});
 
 /** A MIME type such as `text/plain; charset=utf-8` (RFC 9110 §8.3.1). */
 export const mediaType = z
@@ -38,12 +37,3 @@ export const destination = z
     /^(telegram:-?\d{1,20}|discord:\d{1,25}|slack:[A-Z0-9]{1,30})$/,
     "must be telegram:<chatId>, discord:<channelId> or slack:<channelId>",
   );
-
-/** C0 and C1 control characters, NUL and DEL included. */
-function hasControlCharacter(text: string): boolean {
-  for (let i = 0; i < text.length; i++) {
-    const code = text.charCodeAt(i);
-    if (code < 0x20 || (code >= 0x7f && code <= 0x9f)) return true;
-  }
-  return false;
-}

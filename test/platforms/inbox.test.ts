@@ -1,6 +1,8 @@
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
+import { isCleanFileName } from "../../src/names";
 import type { InboxRecord } from "../../src/services/inbox";
+import { blobKey } from "../../src/storage";
 import { randomBytes, sha256Hex } from "../support/bytes";
 import { PlatformFakes, uniqueChatId } from "../support/platform-fakes";
 import { ADMIN_TOKEN, errorOf, RelayClient } from "../support/relay-client";
@@ -17,6 +19,7 @@ interface TelegramRef {
   file_id: string;
   file_unique_id: string;
   file_size: number;
+  file_path: string;
 }
 
 async function inboxOf(token: string): Promise<InboxRecord[]> {
@@ -161,44 +164,44 @@ describe("receiving from Telegram", () => {
   });
 });
 
+async function discordInteraction(body: object) {
+  const raw = JSON.stringify(body);
+  const timestamp = nowSeconds();
+  return client.call("POST", "/webhooks/discord", {
+    body: raw,
+    headers: {
+      "content-type": "application/json",
+      "x-signature-ed25519": await discord.sign(timestamp, raw),
+      "x-signature-timestamp": timestamp,
+    },
+  });
+}
+
+function discordCommand(
+  channel: string,
+  attachment: { id: string; filename: string; size: number; url: string },
+) {
+  return {
+    id: uniqueChatId(),
+    type: 2,
+    application_id: "1",
+    token: "t",
+    version: 1,
+    channel: { id: channel, type: 0 },
+    channel_id: channel,
+    data: {
+      id: "9",
+      name: "send",
+      type: 1,
+      options: [{ name: "file", type: 11, value: attachment.id }],
+      resolved: {
+        attachments: { [attachment.id]: { ...attachment, proxy_url: attachment.url } },
+      },
+    },
+  };
+}
+
 describe("receiving from Discord", () => {
-  async function interaction(body: object) {
-    const raw = JSON.stringify(body);
-    const timestamp = nowSeconds();
-    return client.call("POST", "/webhooks/discord", {
-      body: raw,
-      headers: {
-        "content-type": "application/json",
-        "x-signature-ed25519": await discord.sign(timestamp, raw),
-        "x-signature-timestamp": timestamp,
-      },
-    });
-  }
-
-  function command(
-    channel: string,
-    attachment: { id: string; filename: string; size: number; url: string },
-  ) {
-    return {
-      id: uniqueChatId(),
-      type: 2,
-      application_id: "1",
-      token: "t",
-      version: 1,
-      channel: { id: channel, type: 0 },
-      channel_id: channel,
-      data: {
-        id: "9",
-        name: "send",
-        type: 1,
-        options: [{ name: "file", type: 11, value: attachment.id }],
-        resolved: {
-          attachments: { [attachment.id]: { ...attachment, proxy_url: attachment.url } },
-        },
-      },
-    };
-  }
-
   it("answers a slash command with an attachment at once and fetches it into the inbox", async () => {
     const channel = uniqueChatId();
     const { token } = await sessionFor(`discord:${channel}`);
@@ -208,7 +211,7 @@ describe("receiving from Discord", () => {
       "plot.png",
       bytes,
     );
-    const response = await interaction(command(channel, ref));
+    const response = await discordInteraction(discordCommand(channel, ref));
     expect(await response.json()).toMatchObject({
       type: 4,
       data: { content: expect.stringContaining("plot.png") },
@@ -227,7 +230,7 @@ describe("receiving from Discord", () => {
       size: 10,
       url: "http://169.254.169.254/latest/meta-data",
     };
-    await interaction(command(channel, evil));
+    await discordInteraction(discordCommand(channel, evil));
     expect(await inboxOf(token)).toEqual([]);
     const row = await env.DB.prepare("SELECT status, error, attempts FROM inbox WHERE source = ?")
       .bind(`discord:${channel}`)
@@ -244,19 +247,19 @@ describe("receiving from Discord", () => {
   });
 });
 
+async function slackEvent(body: object) {
+  const raw = JSON.stringify(body);
+  const timestamp = nowSeconds();
+  return client.call("POST", "/webhooks/slack", {
+    body: raw,
+    headers: {
+      "content-type": "application/json",
+      "x-slack-request-timestamp": timestamp,
+      "x-slack-signature": await slackSignature(SLACK_SECRET, timestamp, raw),
+    },
+  });
+}
 describe("receiving from Slack", () => {
-  async function event(body: object) {
-    const raw = JSON.stringify(body);
-    const timestamp = nowSeconds();
-    return client.call("POST", "/webhooks/slack", {
-      body: raw,
-      headers: {
-        "content-type": "application/json",
-        "x-slack-request-timestamp": timestamp,
-        "x-slack-signature": await slackSignature(SLACK_SECRET, timestamp, raw),
-      },
-    });
-  }
   type SlackRef = {
     id: string;
     name: string;
@@ -270,7 +273,7 @@ describe("receiving from Slack", () => {
     const { token } = await sessionFor(`slack:${channel}`);
     const bytes = randomBytes(33_333);
     const ref = await fakes.addFile<SlackRef>("slack", "data.json", bytes, "application/json");
-    const response = await event({
+    const response = await slackEvent({
       type: "event_callback",
       event_id: `Ev${uniqueChatId()}`,
       event: {
@@ -299,7 +302,7 @@ describe("receiving from Slack", () => {
     const { token } = await sessionFor(`slack:${channel}`);
     const bytes = randomBytes(999);
     const ref = await fakes.addFile<SlackRef>("slack", "shared.bin", bytes);
-    await event({
+    await slackEvent({
       type: "event_callback",
       event_id: `Ev${uniqueChatId()}`,
       event: { type: "file_shared", channel_id: channel, file_id: ref.id },
@@ -329,7 +332,7 @@ describe("POST /v1/sessions/:id/inbox", () => {
     expect(await contentOf(token, item!)).toBe(await sha256Hex(bytes));
   });
 
-  it("refuses a sandbox token, a bad name and another session's ack", async () => {
+  it("refuses a sandbox token and another session's ack; cleans a bad name", async () => {
     const alice = await client.mintSession();
     const bob = await client.mintSession();
     const body = new Uint8Array(3);
@@ -341,17 +344,22 @@ describe("POST /v1/sessions/:id/inbox", () => {
         })
       ).status,
     ).toBe(403);
-    expect(
-      await errorOf(
-        await client.call("POST", `/v1/sessions/${alice.sessionId}/inbox?name=..`, {
-          token: ADMIN_TOKEN,
-          body,
-        }),
-      ),
-    ).toMatchObject({
-      status: 400,
-      code: "invalid_request",
+    const cleaned = await client.call(
+      "POST",
+      `/v1/sessions/${alice.sessionId}/inbox?name=${encodeURIComponent("../../etc/\u202Epasswd")}`,
+      { token: ADMIN_TOKEN, body, headers: { "content-length": "3" } },
+    );
+    expect(cleaned.status).toBe(201);
+    expect(((await cleaned.json()) as { name: string }).name).toBe("passwd");
+    const dots = await client.call("POST", `/v1/sessions/${alice.sessionId}/inbox?name=..`, {
+      token: ADMIN_TOKEN,
+      body,
+      headers: { "content-length": "3" },
     });
+    expect(((await dots.json()) as { name: string }).name).toBe("file");
+    for (const extra of await inboxOf(alice.token)) {
+      await client.call("POST", `/v1/inbox/${extra.itemId}/ack`, { token: alice.token });
+    }
     await client.call("POST", `/v1/sessions/${alice.sessionId}/inbox?name=a.bin`, {
       token: ADMIN_TOKEN,
       body,
@@ -366,5 +374,271 @@ describe("POST /v1/sessions/:id/inbox", () => {
       status: 404,
       code: "inbox_item_not_found",
     });
+  });
+});
+
+describe("the name rule and the limits at every inbound door", () => {
+  const small = new RelayClient(
+    fakes.env(env, {
+      DISCORD_PUBLIC_KEY: discord.publicKeyHex,
+      SLACK_SIGNING_SECRET: SLACK_SECRET,
+      MAX_FILE_BYTES: "100000",
+    }),
+  );
+
+  async function rowsOf(source: string) {
+    const { results } = await env.DB.prepare(
+      "SELECT name, status, error, attempts, file_id FROM inbox WHERE source = ? ORDER BY created_at, id",
+    )
+      .bind(source)
+      .all<{ name: string; status: string; error: string | null; attempts: number }>();
+    return results;
+  }
+
+  async function fileCount(sessionId: string): Promise<number> {
+    const row = await env.DB.prepare("SELECT COUNT(*) AS n FROM files WHERE session_id = ?")
+      .bind(sessionId)
+      .first<{ n: number }>();
+    return row?.n ?? 0;
+  }
+
+  async function telegramReplies(chat: string): Promise<string[]> {
+    return (await fakes.requests("telegram", "sendMessage"))
+      .filter((r) => String((r.json as { chat_id?: unknown }).chat_id) === chat)
+      .map((r) => String((r.json as { text: string }).text));
+  }
+
+  async function downloadsOf(path: string): Promise<number> {
+    return (await fakes.requests("telegram", "file")).filter((r) => r.path.endsWith(path)).length;
+  }
+
+  it("cleans every hostile Telegram name instead of refusing the file", async () => {
+    const chat = uniqueChatId();
+    const { token } = await sessionFor(`telegram:${chat}`);
+    const ref = await fakes.addFile<TelegramRef>("telegram", "x.txt", randomBytes(20));
+    const hostile = [
+      "../../x.txt",
+      `${"a".repeat(20_000)}.txt`,
+      "a\u0000b\nc.txt",
+      "invoice\u202Efdp.exe",
+      "report].pdf",
+      "..",
+    ];
+    for (const name of hostile)
+      await telegramWebhook(chat, { document: { ...ref, file_name: name } });
+    const names = (await inboxOf(token)).map((i) => i.name);
+    expect(names).toEqual([
+      "x.txt",
+      `${"a".repeat(251)}.txt`,
+      "abc.txt",
+      "invoicefdp.exe",
+      "report].pdf",
+      `document-${ref.file_unique_id}`,
+    ]);
+    expect(names.every((n) => isCleanFileName(n))).toBe(true);
+    expect((await rowsOf(`telegram:${chat}`)).map((r) => r.name)).toEqual(names);
+  });
+
+  it("skips a Telegram document without a file_id and never names one after undefined", async () => {
+    const chat = uniqueChatId();
+    const { token } = await sessionFor(`telegram:${chat}`);
+    const ref = await fakes.addFile<TelegramRef>("telegram", "anon.bin", randomBytes(30));
+    const answer = await telegramWebhook(chat, {
+      document: { file_unique_id: "u1", file_name: "lost.txt", file_size: 3 },
+    });
+    expect(answer.status).toBe(200);
+    expect(await rowsOf(`telegram:${chat}`)).toEqual([]);
+    await telegramWebhook(chat, { document: { file_id: ref.file_id, file_size: 30 } });
+    expect((await inboxOf(token)).map((i) => i.name)).toEqual(["document"]);
+  });
+
+  it("refuses a Telegram file over the session's quota before fetching it, and says so in the chat", async () => {
+    const chat = uniqueChatId();
+    const { sessionId, token } = await client.mintSession({
+      destinations: [`telegram:${chat}`],
+      quotaBytes: 50_000,
+    });
+    const ref = await fakes.addFile<TelegramRef>("telegram", "big.bin", randomBytes(60_000));
+    expect((await telegramWebhook(chat, { document: ref })).status).toBe(200);
+    const message = "file is 60.0 KB and the session has 50.0 KB of its byte quota left";
+    expect(await telegramReplies(chat)).toEqual([`Could not take big.bin: ${message}.`]);
+    expect(await rowsOf(`telegram:${chat}`)).toMatchObject([
+      { name: "big.bin", status: "failed", error: message, attempts: 5, file_id: null },
+    ]);
+    expect(await downloadsOf(ref.file_path)).toBe(0);
+    expect(await fileCount(sessionId)).toBe(0);
+    // Nothing was taken from the quota: a small file still arrives.
+    const fits = await fakes.addFile<TelegramRef>("telegram", "fits.txt", randomBytes(40_000));
+    await telegramWebhook(chat, { document: fits });
+    expect((await inboxOf(token)).map((i) => i.name)).toEqual(["fits.txt"]);
+  });
+
+  it("refuses a file the platform under-reported once its download's length is known", async () => {
+    const chat = uniqueChatId();
+    const { sessionId } = await client.mintSession({
+      destinations: [`telegram:${chat}`],
+      quotaBytes: 50_000,
+    });
+    const bytes = randomBytes(60_000);
+    const ref = await fakes.addFile<TelegramRef>("telegram", "liar.bin", bytes);
+    await telegramWebhook(chat, { document: { ...ref, file_size: 10 } });
+    const [row] = await rowsOf(`telegram:${chat}`);
+    expect(row).toMatchObject({ status: "failed", attempts: 5, file_id: null });
+    expect(row?.error).toBe("file is 60.0 KB and the session has 50.0 KB of its byte quota left");
+    expect(await telegramReplies(chat)).toEqual([`Could not take liar.bin: ${row?.error}.`]);
+    expect(await fileCount(sessionId)).toBe(0);
+    expect(await env.BUCKET.head(blobKey(await sha256Hex(bytes)))).toBeNull();
+  });
+
+  it("refuses a file over MAX_FILE_BYTES with a reply, storing nothing", async () => {
+    const chat = uniqueChatId();
+    const { sessionId } = await small.mintSession({ destinations: [`telegram:${chat}`] });
+    const ref = await fakes.addFile<TelegramRef>("telegram", "huge.bin", randomBytes(150_000));
+    await small.call("POST", "/webhooks/telegram", {
+      json: {
+        update_id: ++updateId,
+        message: {
+          message_id: 1,
+          date: 0,
+          chat: { id: Number(chat), type: "private" },
+          document: ref,
+        },
+      },
+      headers: { "x-telegram-bot-api-secret-token": "telegram-webhook-secret" },
+    });
+    expect(await telegramReplies(chat)).toEqual([
+      "Could not take huge.bin: file is 150 KB; the relay takes files up to 100 KB.",
+    ]);
+    expect(await downloadsOf(ref.file_path)).toBe(0);
+    expect(await fileCount(sessionId)).toBe(0);
+  });
+
+  it("refuses a Slack file of unknown size while fetching it, replies in the channel, stores nothing", async () => {
+    const channel = `C${uniqueChatId()}`;
+    const { sessionId } = await client.mintSession({
+      destinations: [`slack:${channel}`],
+      quotaBytes: 50_000,
+    });
+    const bytes = randomBytes(60_000);
+    const ref = await fakes.addFile<{ id: string }>("slack", "../secret.csv", bytes);
+    await slackEvent({
+      type: "event_callback",
+      event_id: `Ev${uniqueChatId()}`,
+      event: { type: "file_shared", channel_id: channel, file_id: ref.id },
+    });
+    const [row] = await rowsOf(`slack:${channel}`);
+    expect(row).toMatchObject({ status: "failed", attempts: 5, file_id: null });
+    expect(row?.error).toBe("file is 60.0 KB and the session has 50.0 KB of its byte quota left");
+    const replies = (await fakes.requests("slack", "chat.postMessage")).filter(
+      (r) => r.fields.channel === channel,
+    );
+    expect(replies.map((r) => r.fields.text)).toEqual([`Could not take ${ref.id}: ${row?.error}.`]);
+    expect(await fileCount(sessionId)).toBe(0);
+    expect(await env.BUCKET.head(blobKey(await sha256Hex(bytes)))).toBeNull();
+  });
+
+  it("escapes a Slack file name in the refusal so it cannot mention the channel", async () => {
+    const channel = `C${uniqueChatId()}`;
+    await client.mintSession({ destinations: [`slack:${channel}`], quotaBytes: 10 });
+    const ref = await fakes.addFile<{ id: string; name: string }>(
+      "slack",
+      "a.csv",
+      randomBytes(100),
+    );
+    await slackEvent({
+      type: "event_callback",
+      event_id: `Ev${uniqueChatId()}`,
+      event: { type: "message", channel, files: [{ ...ref, name: "<!channel> & co.csv" }] },
+    });
+    const replies = (await fakes.requests("slack", "chat.postMessage")).filter(
+      (r) => r.fields.channel === channel,
+    );
+    expect(replies.map((r) => r.fields.text)).toEqual([
+      "Could not take &lt;!channel&gt; &amp; co.csv: file is 100 B and the session has 10 B of its byte quota left.",
+    ]);
+  });
+
+  it("cleans Slack file names and stores a replayed event without event_id once", async () => {
+    const channel = `C${uniqueChatId()}`;
+    const { token } = await sessionFor(`slack:${channel}`);
+    const ref = await fakes.addFile<{ id: string; name: string }>(
+      "slack",
+      "x.csv",
+      randomBytes(100),
+    );
+    const body = {
+      type: "event_callback",
+      team_id: "T1",
+      event: {
+        type: "message",
+        subtype: "file_share",
+        channel,
+        ts: "1700000000.000100",
+        files: [{ ...ref, name: "..\\..\\evil\u202E.csv" }],
+      },
+    };
+    await slackEvent(body);
+    await slackEvent(body);
+    expect((await inboxOf(token)).map((i) => i.name)).toEqual(["evil.csv"]);
+    expect(await rowsOf(`slack:${channel}`)).toHaveLength(1);
+  });
+
+  it("answers a Discord command over the quota with the refusal, and cleans its names", async () => {
+    const channel = uniqueChatId();
+    const { token } = await client.mintSession({
+      destinations: [`discord:${channel}`],
+      quotaBytes: 50_000,
+    });
+    type Ref = { id: string; filename: string; size: number; url: string };
+    const big = await fakes.addFile<Ref>("discord", "big.png", randomBytes(60_000));
+    const answer = await discordInteraction(discordCommand(channel, big));
+    expect(await answer.json()).toMatchObject({
+      data: {
+        content:
+          "Could not take big.png: file is 60.0 KB and the session has 50.0 KB of its byte quota left.",
+      },
+    });
+    const named = await fakes.addFile<Ref>("discord", "ok.png", randomBytes(100));
+    await discordInteraction(discordCommand(channel, { ...named, filename: "../../\u0007ok.png" }));
+    expect((await inboxOf(token)).map((i) => i.name)).toEqual(["ok.png"]);
+  });
+});
+
+describe("POST /v1/sessions/:id/inbox within the session's quota", () => {
+  function seed(sessionId: string, name: string, bytes: Uint8Array) {
+    return client.call("POST", `/v1/sessions/${sessionId}/inbox?name=${encodeURIComponent(name)}`, {
+      token: ADMIN_TOKEN,
+      body: bytes,
+      headers: { "content-length": String(bytes.byteLength) },
+    });
+  }
+
+  it("refuses a seed over the quota with 413 quota_exceeded and stores nothing", async () => {
+    const { sessionId, token } = await client.mintSession({ quotaBytes: 50_000 });
+    expect((await seed(sessionId, "first.bin", randomBytes(30_000))).status).toBe(201);
+    const bytes = randomBytes(30_000);
+    expect(await errorOf(await seed(sessionId, "second.bin", bytes))).toEqual({
+      status: 413,
+      code: "quota_exceeded",
+      message: "file is 30.0 KB and the session has 20.0 KB of its byte quota left",
+    });
+    expect((await inboxOf(token)).map((i) => i.name)).toEqual(["first.bin"]);
+    expect(await env.BUCKET.head(blobKey(await sha256Hex(bytes)))).toBeNull();
+  });
+
+  it("lets only one of two seeds that together overflow the quota in", async () => {
+    const { sessionId, token } = await client.mintSession({ quotaBytes: 50_000 });
+    const answers = await Promise.all([
+      seed(sessionId, "a.bin", randomBytes(30_000)),
+      seed(sessionId, "b.bin", randomBytes(30_000)),
+    ]);
+    expect(answers.map((a) => a.status).sort()).toEqual([201, 413]);
+    expect(await inboxOf(token)).toHaveLength(1);
+  });
+
+  it("cleans a seed's name of bidi overrides and edge spaces", async () => {
+    const { sessionId, token } = await client.mintSession();
+    expect((await seed(sessionId, " invoice\u202Efdp.exe ", randomBytes(10))).status).toBe(201);
+    expect((await inboxOf(token)).map((i) => i.name)).toEqual(["invoicefdp.exe"]);
   });
 });

@@ -158,3 +158,63 @@ describe("unknown routes and errors", () => {
     expect(createBlobStore(readConfig(env), env).kind).toBe("r2");
   });
 });
+
+describe("JSON bodies are capped before they are read", () => {
+  it("answers 413 payload_too_large to a Content-Length over 1 MiB without waiting for the body", async () => {
+    const { token } = await client.mintSession();
+    let sent = false;
+    const stalled = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        if (sent) return new Promise(() => {});
+        sent = true;
+        controller.enqueue(new TextEncoder().encode('{"name":"'));
+      },
+    });
+    const response = await client.call("POST", "/v1/uploads", {
+      token,
+      body: stalled,
+      headers: { "content-type": "application/json", "content-length": String(50 * 1024 * 1024) },
+    });
+    expect(await errorOf(response)).toEqual({
+      status: 413,
+      code: "payload_too_large",
+      message: "request body is larger than 1048576 bytes",
+    });
+  });
+
+  it("stops reading a chunked body at 1 MiB and stores nothing", async () => {
+    const before = await env.DB.prepare("SELECT COUNT(*) AS n FROM sessions").first<{
+      n: number;
+    }>();
+    let pulled = 0;
+    const endless = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        pulled += 65_536;
+        controller.enqueue(new Uint8Array(65_536).fill(0x20));
+      },
+    });
+    const response = await client.call("POST", "/v1/sessions", {
+      token: "test-admin-token",
+      body: endless,
+      headers: { "content-type": "application/json" },
+    });
+    expect(await errorOf(response)).toMatchObject({ status: 413, code: "payload_too_large" });
+    expect(pulled).toBeLessThan(2 * 1024 * 1024);
+    const after = await env.DB.prepare("SELECT COUNT(*) AS n FROM sessions").first<{ n: number }>();
+    expect(after?.n).toBe(before?.n);
+  });
+
+  it("still reads a body just under the cap", async () => {
+    const { token } = await client.mintSession();
+    const padded = JSON.stringify({ name: "a.txt", size: 1, sha256: sha }).replace(
+      "{",
+      `{${" ".repeat(1024 * 1024 - 200)}`,
+    );
+    const response = await client.call("POST", "/v1/uploads", {
+      token,
+      body: padded,
+      headers: { "content-type": "application/json" },
+    });
+    expect(response.status).not.toBe(413);
+  });
+});
