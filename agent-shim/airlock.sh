@@ -30,7 +30,14 @@ airlock $VERSION (POSIX sh fallback): move files between this sandbox and the pe
 Usage:
   airlock send <file>            upload one file; prints its share URL
   airlock pull [--dir <dir>]     write the files waiting in the inbox into <dir>
-                                 (default $DEFAULT_PULL_DIR); one line per file
+                                 (default $DEFAULT_PULL_DIR); one line per file:
+                                 [User uploaded: <name> (<size>) at <path>]
+                                 <path> is exactly where it was written; names are
+                                 cleaned (last path component, no control or bidi
+                                 characters, not empty or dots, at most 255 bytes)
+                                 and [ ] in a name become ( ). A file that cannot be
+                                 pulled is named on stderr and stays in the inbox;
+                                 the others still arrive, and the exit status is 1
   airlock --help | --version
 
 Environment:
@@ -295,8 +302,21 @@ human_size() {
   }'
 }
 
-# safe_name <name>: the last path component, without control characters, line separators or
-# bidi overrides, trimmed, never empty, `.` or `..` ("file" then).
+# cut_bytes <text> <n>: at most the first n bytes of text, never ending in part of a UTF-8
+# character (LC_ALL=C: awk counts bytes).
+cut_bytes() {
+  _lead2="$(printf '\300')-$(printf '\337')"
+  _lead3="$(printf '\340')-$(printf '\357')"
+  _lead4="$(printf '\360')-$(printf '\367')"
+  _cont="$(printf '\200')-$(printf '\277')"
+  printf '%s' "$1" | awk -v n="$2" '{ printf "%s", substr($0, 1, n) }' |
+    sed "s/[$_lead2]\$//; s/[$_lead3][$_cont]\{0,1\}\$//; s/[$_lead4][$_cont]\{0,2\}\$//"
+}
+
+# safe_name <name>: the shared name rule, as the Node shim applies it: the last path component,
+# without control characters, line separators or bidi overrides, trimmed, never empty or dots
+# only ("file" then), at most 255 bytes keeping an extension of up to 32 bytes. Then [ and ]
+# become ( and ), so that a name cannot close the context line's bracket early.
 safe_name() {
   _c1="$(printf '\302')[$(printf '\200')-$(printf '\237')]"
   _bidi1="$(printf '\342\200')[$(printf '\216\217\250')-$(printf '\256')]"
@@ -306,22 +326,30 @@ safe_name() {
   while :; do case $_n in */ | *' ') _n=${_n%?} ;; *) break ;; esac; done
   _n=${_n##*/}
   while :; do case $_n in ' '*) _n=${_n#?} ;; *) break ;; esac; done
-  case $_n in '' | . | ..) _n=file ;; esac
-  printf '%s' "$_n"
+  case $_n in '' | *[!.]*) ;; *) _n=file ;; esac
+  [ -n "$_n" ] || _n=file
+  _n=$(printf '%s' "$_n" | tr '[]' '()')
+  numbered "$_n" 0
 }
 
-# numbered <name> <n>: `report (2).pdf` (an extension of up to 32 bytes is kept after it).
+# numbered <name> <n>: `name` for 0, else `report (2).pdf` (an extension of up to 32 bytes is
+# kept after the number); the part before the extension is cut so that it fits in 255 bytes.
 numbered() {
+  _stem=$1 _tail=
+  [ "$2" -gt 0 ] && _tail=" ($2)"
   case $1 in
     ?*.*)
       _ext=".${1##*.}"
       if [ "${#_ext}" -le 32 ]; then
-        printf '%s (%s)%s' "${1%.*}" "$2" "$_ext"
-        return
+        _stem=${1%.*}
+        _tail="$_tail$_ext"
       fi
       ;;
   esac
-  printf '%s (%s)' "$1" "$2"
+  if [ $((${#_stem} + ${#_tail})) -gt 255 ]; then
+    _stem=$(cut_bytes "$_stem" $((255 - ${#_tail})))
+  fi
+  printf '%s%s' "$_stem" "$_tail"
 }
 
 # ---------------------------------------------------------------------------------------------
@@ -445,44 +473,63 @@ cmd_pull() {
   return "$failed"
 }
 
-# pull_item <index>: writes one inbox file, prints its line, acks it; 1 when it stays in the inbox.
+# pull_item <index>: writes one inbox file, prints its line, acks it; 1 when it stays in the inbox
+# (one stderr line says why). Only a relay out of reach for everything ends the whole pull.
 pull_item() {
   name=$(json_get "$inbox" "items.$1.name")
   sha=$(json_get "$inbox" "items.$1.sha256")
   file_id=$(json_get "$inbox" "items.$1.file.fileId")
   [ -n "$file_id" ] || file_id=$(json_get "$inbox" "items.$1.fileId")
-  check_id "$item_id" "inbox item id"
-  check_id "$file_id" "file id for $name"
+  safe=$(safe_name "$name")
+  shown_id=$(cut_bytes "$(printf '%s' "$item_id" | tr -c 'A-Za-z0-9_.~-' '?')" 100)
+  which="item $shown_id ($safe)"
+  case $item_id in
+    '' | *[!A-Za-z0-9_.~-]*)
+      warn "could not pull $which: the relay gave it an unexpected id"
+      return 1
+      ;;
+  esac
+  case $file_id in
+    '' | *[!A-Za-z0-9_.~-]*)
+      warn "could not pull $which, it stays in the inbox: the relay gave an unexpected file id"
+      return 1
+      ;;
+  esac
 
   PARTIAL=$(mktemp "$dir/.airlock-pull.XXXXXX") || die "cannot write into $dir"
   if ! http GET "$RELAY/v1/files/$file_id/content" "$PARTIAL" -H @"$WORK/auth"; then
-    die "download of $name failed: relay unreachable at $RELAY ($CURL_ERROR) after $attempts attempt(s)"
+    drop_partial
+    # Out of reach for this file alone, or for everything? The inbox answers that (or dies).
+    relay GET /v1/inbox "listing the inbox"
+    warn "could not pull $which, it stays in the inbox: download failed ($CURL_ERROR) after $attempts attempt(s)"
+    return 1
   fi
   if [ "$STATUS" != 200 ]; then
-    warn "$(refusal "relay refused the download of $name" "$PARTIAL")"
-    rm -f "$PARTIAL"
-    PARTIAL=
+    warn "could not pull $which, it stays in the inbox: $(refusal "relay refused the download" "$PARTIAL")"
+    drop_partial
     return 1
   fi
   got=$(sha256_of "$PARTIAL")
   if [ "$got" != "$sha" ]; then
-    warn "download of $name is corrupt: SHA-256 $got, expected $sha; it stays in the inbox"
-    rm -f "$PARTIAL"
-    PARTIAL=
+    warn "could not pull $which, it stays in the inbox: the download is corrupt (SHA-256 $got, expected $sha)"
+    drop_partial
     return 1
   fi
   size=$(size_of "$PARTIAL")
   # mktemp made it 0600: give it the mode a new file gets here.
   chmod "$(printf '%o' $((0666 & ~0$(umask))))" "$PARTIAL" 2>/dev/null
 
-  safe=$(safe_name "$name")
   target=$dir/$safe
   k=0
   while [ -e "$target" ] || [ -L "$target" ]; do
     k=$((k + 1))
     target=$dir/$(numbered "$safe" "$k")
   done
-  mv "$PARTIAL" "$target" || die "cannot move $name into place at $target"
+  if ! mv "$PARTIAL" "$target" 2>/dev/null; then
+    warn "could not pull $which, it stays in the inbox: cannot move it into place at $target"
+    drop_partial
+    return 1
+  fi
   PARTIAL=
 
   printf '[User uploaded: %s (%s) at %s]\n' "$safe" "$(human_size "$size")" "$target"
@@ -490,10 +537,15 @@ pull_item() {
   case $STATUS in
     2??) return 0 ;;
     *)
-      warn "$(refusal "relay refused acknowledging $safe" "$BODY")"
+      warn "$(refusal "relay refused acknowledging $which" "$BODY")"
       return 1
       ;;
   esac
+}
+
+drop_partial() {
+  rm -f "$PARTIAL"
+  PARTIAL=
 }
 
 # ---------------------------------------------------------------------------------------------

@@ -4,7 +4,14 @@ import { dirname, isAbsolute, join, resolve } from "node:path";
 import { pipeline } from "node:stream/promises";
 import { createGunzip } from "node:zlib";
 import { CliError, errorCode, fsError, messageOf } from "./errors.js";
-import { Refusal, inside, relativeName } from "./extract-guards.js";
+import {
+  Refusal,
+  checkLinkTarget,
+  directoryMode,
+  inside,
+  quoted,
+  relativeName,
+} from "./extract-guards.js";
 import { warn } from "./output.js";
 import { TarFormatError, type EntryType } from "./tar-format.js";
 import type { ReadEntry } from "./tar-header-parse.js";
@@ -18,18 +25,29 @@ export interface Unpacked {
   links: { rel: string; target: string }[];
 }
 
-/** Extracts every entry into `work`, a fresh empty directory, checking each as it comes. */
-export async function unpack(archive: string, label: string, work: string): Promise<Unpacked> {
+/**
+ * Extracts every entry into `work`, a fresh empty directory, checking each as it comes. The
+ * regular files' contents may add up to `maxBytes` at most: an entry that would go over is
+ * refused before any of its bytes are written.
+ */
+export async function unpack(
+  archive: string,
+  label: string,
+  work: string,
+  maxBytes: number,
+): Promise<Unpacked> {
   const kinds = new Map<string, EntryType>();
   const dirs = new Map<string, { mode: number; mtime: number | undefined }>();
   const links: { rel: string; target: string; mtime: number }[] = [];
   let files = 0;
+  let bytes = 0;
 
   const handle = async (reader: TarReader, entry: ReadEntry) => {
     const refuse = (reason: string) => new Refusal(label, entry.name, reason);
     const rel = relativeName(entry.name, refuse);
     if (entry.type === "other") {
-      warn(`skipped ${entry.name} in ${label}: entries of type ${entry.flag} are not extracted`);
+      const flag = quoted(entry.flag);
+      warn(`skipped ${quoted(entry.name)} in ${label}: entries of type ${flag} are not extracted`);
       return reader.skip(entry.size);
     }
     if (rel === "") return reader.skip(entry.size); // "./" itself
@@ -55,13 +73,15 @@ export async function unpack(archive: string, label: string, work: string): Prom
 
     if (entry.type === "directory") {
       await mkdir(path, { recursive: true });
-      dirs.set(rel, { mode: entry.mode & 0o777, mtime: entry.mtime });
+      dirs.set(rel, { mode: directoryMode(entry.mode), mtime: entry.mtime });
       return reader.skip(entry.size);
     }
     if (entry.type === "symlink") {
       const target = entry.linkname;
-      if (target === "" || isAbsolute(target))
+      checkLinkTarget(target, refuse); // Clean parts: the target can be shown as it is.
+      if (target === "" || isAbsolute(target)) {
         throw refuse(`links to an absolute path (${target})`);
+      }
       if (!inside(work, resolve(dirname(path), target))) {
         throw refuse(`links outside the archive (${target})`);
       }
@@ -78,6 +98,14 @@ export async function unpack(archive: string, label: string, work: string): Prom
       await link(join(work, targetRel), path);
       files++;
       return;
+    }
+    bytes += entry.size;
+    if (bytes > maxBytes) {
+      throw new Refusal(
+        label,
+        entry.name,
+        `takes the archive over ${maxBytes} bytes extracted (raise it with --max-bytes)`,
+      );
     }
     const out = await open(path, "wx", 0o600); // Exclusive: never through an existing link.
     try {

@@ -106,7 +106,8 @@ async function toFile(
       const { name } = expected;
       const path = output.to === "path" ? output.path : join(dir, safeFileName(name, "file"));
       if (output.to === "dir" && !output.numbered) await refuseExisting(path);
-      await receive(res, part, total, path, output.to === "path" ? name : basename(path), expected);
+      const label = output.to === "path" ? safeFileName(name, "file") : basename(path);
+      await receive(res, part, total, path, label, expected);
       return { name, path };
     });
     const path = await place(part.path, done.path, output);

@@ -4,24 +4,58 @@
  */
 import { lstat, readlink } from "node:fs/promises";
 import { dirname, isAbsolute, join, sep } from "node:path";
+import { fileNameProblem } from "../../src/names.js";
 import { CliError } from "./errors.js";
 
 /** A refused entry: the message says which and why. */
 export class Refusal extends CliError {
   constructor(label: string, entry: string, reason: string) {
-    super(
-      `refusing to extract ${label}: ${JSON.stringify(entry)} ${reason}; nothing was extracted`,
-    );
+    super(`refusing to extract ${label}: ${quoted(entry)} ${reason}; nothing was extracted`);
   }
 }
 
-/** An entry's name as a safe relative path: never absolute, never `..`; "" for the root. */
+/**
+ * A name from an archive, quoted for a one-line message: cut to 200 characters, JSON escapes,
+ * and the C1, line separator and bidi characters JSON leaves as they are escaped too.
+ */
+export function quoted(name: string): string {
+  const shown = name.length > 200 ? `${name.slice(0, 200)}…` : name;
+  return JSON.stringify(shown).replace(
+    /[\u007f-\u009f\u200e\u200f\u2028-\u202e\u2066-\u2069]/g,
+    (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, "0")}`,
+  );
+}
+
+/**
+ * An entry's name as a safe relative path: never absolute, never `..`; "" for the root. Every
+ * component must already obey the shared name rule (no control or bidi characters, no `\`,
+ * no leading or trailing space, at most 255 bytes): archive entries are refused, not cleaned,
+ * since a cleaned name could collide with another entry or break a link that names it.
+ */
 export function relativeName(name: string, refuse: (reason: string) => Error): string {
   if (name.startsWith("/")) throw refuse("is an absolute path");
   if (name.includes("\u0000")) throw refuse("has a NUL in its name");
   const parts = name.split("/").filter((part) => part !== "" && part !== ".");
   if (parts.includes("..")) throw refuse("has a .. component");
+  for (const part of parts) {
+    const problem = fileNameProblem(part);
+    if (problem !== null) throw refuse(`is not a clean name: each part ${problem}`);
+  }
   return parts.join("/");
+}
+
+/** A symbolic link's target: each named component obeys the name rule, like entry names. */
+export function checkLinkTarget(target: string, refuse: (reason: string) => Error): void {
+  for (const part of target.split("/")) {
+    if (part === "" || part === "." || part === "..") continue;
+    const problem = fileNameProblem(part);
+    if (problem !== null) throw refuse(`links to a target that is not clean: each part ${problem}`);
+  }
+}
+
+/** A directory's mode as extracted: permission bits only, always rwx for its owner. */
+export function directoryMode(mode: number): number {
+  return (mode & 0o777) | 0o700;
 }
 
 export function inside(root: string, path: string): boolean {

@@ -1,11 +1,16 @@
 import * as http from "node:http";
 import * as https from "node:https";
 import type { Readable } from "node:stream";
-import { NetworkError, RefusalError, RetryableStatusError } from "./errors.js";
+import { CliError, NetworkError, RefusalError, RetryableStatusError, errorCode } from "./errors.js";
 import { USER_AGENT } from "./version.js";
 
 /** A socket idle this long (no bytes either way) is given up as timed out. */
 const IDLE_TIMEOUT_MS = 60_000;
+/**
+ * The most response header bytes taken (Node's default is 16 KiB). Above Node's default so
+ * that a long Content-Disposition still parses; an answer over it fails that request alone.
+ */
+export const MAX_HEADER_BYTES = 256 * 1024;
 /** The most of an error body the shim reads to explain a refusal. */
 const MAX_TEXT_BYTES = 64 * 1024;
 
@@ -41,11 +46,12 @@ export function request(req: HttpRequest): Promise<http.IncomingMessage> {
       headers,
       timeout: IDLE_TIMEOUT_MS,
       signal: req.signal,
+      maxHeaderSize: MAX_HEADER_BYTES,
     });
     out.on("timeout", () =>
       out.destroy(Object.assign(new Error("timed out"), { code: "ETIMEDOUT" })),
     );
-    out.on("error", (err) => settle(() => reject(new NetworkError(err))));
+    out.on("error", (err) => settle(() => reject(requestError(err, url))));
     // The idle timeout keeps watching the socket while the caller reads the response.
     out.on("response", (res) => settle(() => resolve(res)));
 
@@ -62,6 +68,20 @@ export function request(req: HttpRequest): Promise<http.IncomingMessage> {
     out.on("error", () => body.destroy());
     body.pipe(out);
   });
+}
+
+/**
+ * A request's failure: an answer whose headers are too large is that answer's fault, not the
+ * connection's (no retry, and no sign that the server is unreachable); anything else is a
+ * `NetworkError`.
+ */
+function requestError(err: unknown, url: URL): Error {
+  if (errorCode(err) === "HPE_HEADER_OVERFLOW") {
+    return new CliError(
+      `${url.origin} answered with headers over ${MAX_HEADER_BYTES / 1024} KiB; not read`,
+    );
+  }
+  return new NetworkError(err);
 }
 
 /** Reads a (small) response body as text, keeping at most the first 64 KiB. */

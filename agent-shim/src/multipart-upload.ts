@@ -7,7 +7,7 @@ import { changedWhileSending } from "./prepare.js";
 import { Progress } from "./progress.js";
 import type { MultipartAnswer, PartUpload } from "./relay-client.js";
 import { withRetry } from "./retry.js";
-import { isRetryableStorageAnswer } from "./upload.js";
+import { isRetryableStorageAnswer, uploadTarget } from "./upload.js";
 import { partLength } from "../../src/part-plan.js";
 
 /** Stored bytes on disk to go up in parts, and how. */
@@ -93,8 +93,7 @@ async function putPart(
   const start = (partNumber - 1) * partSize;
   const length = partLength(storedSize, partSize, partNumber);
   const which = `${label} (part ${partNumber} of ${count})`;
-  const origin = new URL(put.url).origin; // The signed query string stays out of messages.
-  const target = { service: "storage" as const, url: origin, action: `upload of ${which}` };
+  const target = uploadTarget(put.url, `upload of ${which}`);
   await withRetry(
     job.policy,
     target,
@@ -124,7 +123,7 @@ async function putPart(
         throw statusError(
           res,
           text,
-          `storage refused upload of ${which}`,
+          `${target.service} refused upload of ${which}`,
           isRetryableStorageAnswer,
         );
       } catch (err) {

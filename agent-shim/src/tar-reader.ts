@@ -8,6 +8,12 @@ import {
 } from "./tar-header-parse.js";
 
 /**
+ * The most pax extended header and GNU long-name bytes read before one entry (their bodies are
+ * held in memory to be parsed): far beyond any real path, small enough to never matter.
+ */
+export const MAX_META_BYTES = 1024 * 1024;
+
+/**
  * Reads an uncompressed tar stream block by block with bounded memory: the caller gets each
  * entry's header, then must consume exactly `entry.size` bytes through `content()` (or
  * `skip()`) before asking for the next entry.
@@ -25,6 +31,7 @@ export class TarReader {
   /** The next entry, or undefined at the end of the archive. */
   async next(): Promise<ReadEntry | undefined> {
     let overrides: Record<string, string> = {};
+    let metaBytes = 0;
     for (;;) {
       const block = await this.take(BLOCK, true);
       if (block === undefined || block.every((byte) => byte === 0)) return undefined;
@@ -35,6 +42,10 @@ export class TarReader {
         header.flag === "L" ||
         header.flag === "K"
       ) {
+        metaBytes += header.size;
+        if (metaBytes > MAX_META_BYTES) {
+          throw new TarFormatError("pax or GNU long-name headers over 1 MiB for one entry");
+        }
         const body = await this.take(header.size, false);
         await this.take(padding(header.size).length, false);
         if (header.flag === "x") overrides = { ...overrides, ...parsePax(body!) };

@@ -6,7 +6,7 @@ import { isRetryableStatus, readText, request, statusError } from "./http.js";
 import { changedWhileSending, type StoredBytes } from "./prepare.js";
 import { Progress } from "./progress.js";
 import type { PutInstructions } from "./relay-client.js";
-import { withRetry } from "./retry.js";
+import { withRetry, type RetryTarget } from "./retry.js";
 
 /**
  * PUTs the stored bytes to the signed URL with exactly the signed headers, streaming from disk.
@@ -19,8 +19,7 @@ export async function putStoredBytes(
   label: string,
   policy: RetryPolicy,
 ): Promise<void> {
-  const origin = new URL(put.url).origin; // The signed query string stays out of messages.
-  const target = { service: "storage" as const, url: origin, action: `upload of ${label}` };
+  const target = uploadTarget(put.url, `upload of ${label}`);
   const progress = new Progress(label, stored.storedSize);
   try {
     await withRetry(policy, target, async () => {
@@ -41,11 +40,23 @@ export async function putStoredBytes(
       const text = await readText(res);
       const status = res.statusCode ?? 0;
       if (status >= 200 && status < 300) return;
-      throw statusError(res, text, `storage refused upload of ${label}`, isRetryableStorageAnswer);
+      const refused = `${target.service} refused upload of ${label}`;
+      throw statusError(res, text, refused, isRetryableStorageAnswer);
     });
   } finally {
     progress.finish();
   }
+}
+
+/**
+ * Where an upload goes, for messages: the URL without its signed query string. On the R2
+ * backend that is the relay's own upload route (`/v1/blob-uploads/<id>`), so a failure there
+ * names the relay and that URL, not a storage service.
+ */
+export function uploadTarget(putUrl: string, action: string): RetryTarget {
+  const { origin, pathname } = new URL(putUrl);
+  const service = pathname.includes("/v1/blob-uploads/") ? "relay" : "storage";
+  return { service, url: `${origin}${pathname}`, action };
 }
 
 /**

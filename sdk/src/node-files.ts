@@ -1,11 +1,13 @@
 /**
  * Node-only file helpers: a file on disk as a streamed upload body, and a download
- * streamed to disk through a temp file, checked against the file record, then renamed.
+ * streamed to disk through a temp file, checked against the file record, then renamed (to a
+ * path the caller chose, or to the file's cleaned name in a directory).
  * Only the `/node` entry imports this module; the core never touches `node:*`.
  */
 import { createHash, randomBytes } from "node:crypto";
-import { open, rename, rm, type FileHandle } from "node:fs/promises";
-import { basename, dirname, join, resolve } from "node:path";
+import { link, open, rename, rm, type FileHandle } from "node:fs/promises";
+import { basename, dirname, join, resolve, sep } from "node:path";
+import { cleanFileName, fileNameProblem, numberedFileName, truncateUtf8 } from "../../src/names.js";
 import { AirlockError } from "./errors.js";
 import type { CallOptions } from "./http.js";
 import type { DownloadOptions, FileRecord } from "./types.js";
@@ -75,17 +77,25 @@ export async function openFile(path: string): Promise<FileSource> {
   }
 }
 
-/** What {@link downloadToFile} needs: either client (operator or session). */
+/** What {@link downloadToFile} and {@link downloadToDir} need: either client (operator or session). */
 export interface FileReader {
   getFile(fileId: string, options?: CallOptions): Promise<FileRecord>;
   download(fileId: string, options?: DownloadOptions): Promise<Response>;
 }
 
+/** A file record, and where {@link downloadToDir} wrote its bytes. */
+export type DownloadedFile = FileRecord & { path: string };
+
 /**
- * Streams a file's bytes to `path`: into a temp file next to it (`.<name>.<random>.airlock-part`),
- * hashing as it goes; then checks size and SHA-256 against the file record, syncs and renames
- * into place (replacing an existing file). On any failure the temp file is removed and
+ * Streams a file's bytes to `path`: into a temp file next to it (`.<name>.<random>.airlock-part`,
+ * the name cut to 100 bytes), hashing as it goes; then checks size and SHA-256 against the file
+ * record, syncs and renames into place (replacing an existing file). On any failure the temp file is removed and
  * `path` is untouched; a mismatch is `AirlockError` `download_mismatch`.
+ *
+ * `path` is trusted as the caller's choice, so it must not look built from an unchecked name:
+ * a `TypeError` refuses one whose file name breaks the name rule (control or bidi characters,
+ * leading or trailing space, over 255 bytes) or that climbs back out of a directory it names
+ * (`out/../../x`). For a name that came from the relay, use {@link downloadToDir}.
  */
 export async function downloadToFile(
   files: FileReader,
@@ -93,12 +103,61 @@ export async function downloadToFile(
   path: string,
   options: CallOptions = {},
 ): Promise<FileRecord> {
+  refuseUncheckedPath(path);
   const record = await files.getFile(fileId, options);
   const target = resolve(path);
-  const temp = join(
-    dirname(target),
-    `.${basename(target)}.${randomBytes(6).toString("hex")}.airlock-part`,
-  );
+  const temp = tempNear(dirname(target), basename(target));
+  await receive(files, record, temp, options);
+  try {
+    await rename(temp, target);
+  } catch (error) {
+    await rm(temp, { force: true }).catch(() => undefined);
+    throw error;
+  }
+  return record;
+}
+
+/**
+ * Streams a file's bytes into `dir` under the file's own name, cleaned by the shared name rule
+ * (the last path component only, no control or bidi characters, never empty or dots, at most
+ * 255 bytes), so that no name the relay holds can write outside `dir`. Never replaces a file:
+ * a taken name becomes `name (1).ext`, `name (2).ext`, ... Checked like
+ * {@link downloadToFile}; returns the file record with the `path` written.
+ */
+export async function downloadToDir(
+  files: FileReader,
+  fileId: string,
+  dir: string,
+  options: CallOptions = {},
+): Promise<DownloadedFile> {
+  const record = await files.getFile(fileId, options);
+  const directory = resolve(dir);
+  const name = cleanFileName(record.name, "file");
+  const temp = tempNear(directory, name);
+  await receive(files, record, temp, options);
+  try {
+    return { ...record, path: await claimName(temp, directory, name) };
+  } finally {
+    await rm(temp, { force: true }).catch(() => undefined);
+  }
+}
+
+/** A temp file's path beside `name` in `dir`; the name is cut so that the temp name stays short. */
+function tempNear(dir: string, name: string): string {
+  return join(dir, `.${truncateUtf8(name, 100)}.${randomBytes(6).toString("hex")}.airlock-part`);
+}
+
+/**
+ * Streams the file's bytes into a new file `temp`, checking size and SHA-256 against the
+ * record, and syncs it; on any failure `temp` is removed.
+ */
+async function receive(
+  files: FileReader,
+  record: FileRecord,
+  temp: string,
+  options: CallOptions,
+): Promise<void> {
+  const { fileId } = record;
   const response = await files.download(fileId, options);
   const body = response.body;
   let handle: FileHandle | undefined;
@@ -134,13 +193,68 @@ export async function downloadToFile(
     await handle.sync();
     await handle.close();
     handle = undefined;
-    await rename(temp, target);
-    return record;
   } catch (error) {
     if (!body?.locked) await body?.cancel().catch(() => undefined);
     await handle?.close().catch(() => undefined);
     await rm(temp, { force: true }).catch(() => undefined);
     throw error;
+  }
+}
+
+/** What `link` fails with where a file system has no hard links. */
+const NO_HARD_LINKS = new Set(["EPERM", "ENOTSUP", "EOPNOTSUPP", "ENOSYS", "EXDEV"]);
+
+/**
+ * Gives `temp` the first free name of `name`, `name (1)`, ... in `dir`, each claimed atomically
+ * (a hard link, or an exclusive create that a rename then replaces): never replaces a file.
+ */
+async function claimName(temp: string, dir: string, name: string): Promise<string> {
+  for (let n = 0; n <= 10_000; n++) {
+    const path = join(dir, numberedFileName(name, n));
+    try {
+      try {
+        await link(temp, path);
+      } catch (error) {
+        if (!NO_HARD_LINKS.has(codeOf(error))) throw error;
+        await (await open(path, "wx")).close();
+        await rename(temp, path).catch(async (renameError: unknown) => {
+          await rm(path, { force: true });
+          throw renameError;
+        });
+      }
+      return path;
+    } catch (error) {
+      if (codeOf(error) !== "EEXIST") throw error;
+    }
+  }
+  throw new Error(`Airlock: too many files named ${name} in ${dir}`);
+}
+
+function codeOf(error: unknown): string {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === "string" ? code : "";
+}
+
+/** See {@link downloadToFile}: a path that looks built from a name nobody checked. */
+function refuseUncheckedPath(path: string): void {
+  const parts = path.split(sep === "\\" ? /[\\/]/ : "/");
+  const name = parts.at(-1) ?? "";
+  const problem = name === "" ? null : fileNameProblem(name);
+  if (problem !== null) {
+    throw new TypeError(
+      `Airlock: downloadToFile's file name ${problem}; for names from the relay, use downloadToDir`,
+    );
+  }
+  let named = false;
+  for (const part of parts) {
+    if (part === "" || part === ".") continue;
+    if (part !== "..") named = true;
+    else if (named) {
+      throw new TypeError(
+        "Airlock: downloadToFile's path climbs out of a directory it names; " +
+          "for names from the relay, use downloadToDir",
+      );
+    }
   }
 }
 

@@ -1,18 +1,18 @@
 /**
- * Node.js entry (`airlock/node`): everything the core entry exports, with clients that
+ * Node.js entry (`airlock-relay/node`): everything the core entry exports, with clients that
  * also take file paths. Seeding from a path streams the file (never read whole into
  * memory); `downloadToFile` streams to disk through a temp file, checks the SHA-256 and
- * renames into place.
+ * renames into place; `downloadToDir` does the same under the file's cleaned name in a directory.
  *
  * ```ts
- * import { AirlockClient } from "airlock/node";
+ * import { AirlockClient } from "airlock-relay/node";
  *
  * const airlock = new AirlockClient({ url: process.env.AIRLOCK_URL!, adminToken: process.env.AIRLOCK_ADMIN_TOKEN });
  * const { sessionId, token } = await airlock.createSession({ ttlSeconds: 3600 });
  * await airlock.seedInbox(sessionId, "./brief.pdf");
  * // … run the agent with AIRLOCK_TOKEN=token …
  * for (const file of await airlock.listFiles({ sessionId }))
- *   await airlock.downloadToFile(file.fileId, `./out/${file.name}`);
+ *   await airlock.downloadToDir(file.fileId, "./out"); // under its cleaned name, never outside ./out
  * ```
  *
  * @module
@@ -23,7 +23,7 @@ import {
   type AirlockSessionOptions,
 } from "./client.js";
 import type { CallOptions } from "./http.js";
-import { downloadToFile, openFile } from "./node-files.js";
+import { downloadToDir, downloadToFile, openFile, type DownloadedFile } from "./node-files.js";
 import type {
   BytesInput,
   FileRecord,
@@ -33,7 +33,15 @@ import type {
 } from "./types.js";
 
 export * from "./index.js";
-export { downloadToFile, openFile, type FileReader, type FileSource } from "./node-files.js";
+export {
+  downloadToDir,
+  downloadToFile,
+  openFile,
+  type DownloadedFile,
+  type FileReader,
+  type FileSource,
+} from "./node-files.js";
+export { cleanFileName } from "../../src/names.js";
 
 /** Options for seeding from a path: the name defaults to the file's base name. */
 export interface PathSeedOptions extends CallOptions {
@@ -99,6 +107,15 @@ export class AirlockClient extends CoreClient {
     return downloadToFile(this, fileId, path, options);
   }
 
+  /**
+   * Streams a file (any session's) into `dir` under its own name, cleaned by the shared name
+   * rule and numbered rather than replacing a file: the safe way to save files by the names the
+   * relay gives. Returns the file record with the `path` written.
+   */
+  downloadToDir(fileId: string, dir: string, options: CallOptions = {}): Promise<DownloadedFile> {
+    return downloadToDir(this, fileId, dir, options);
+  }
+
   override asSession(token?: string): AirlockSession {
     return new AirlockSession(this.sessionOptions(token));
   }
@@ -113,5 +130,10 @@ export class AirlockSession extends CoreSession {
   /** Streams one of the session's files to `path`, checked and renamed into place as the operator's. */
   downloadToFile(fileId: string, path: string, options: CallOptions = {}): Promise<FileRecord> {
     return downloadToFile(this, fileId, path, options);
+  }
+
+  /** Streams one of the session's files into `dir` under its cleaned name, as the operator's. */
+  downloadToDir(fileId: string, dir: string, options: CallOptions = {}): Promise<DownloadedFile> {
+    return downloadToDir(this, fileId, dir, options);
   }
 }

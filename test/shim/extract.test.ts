@@ -1,5 +1,5 @@
 import { existsSync } from "node:fs";
-import { mkdir, mkdtemp, readFile, readdir, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readFile, readdir, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
@@ -130,6 +130,11 @@ describe.each(RUNTIMES)("airlock pull --extract under $name", ({ node }) => {
       [{ name: "h/hard", type: "1", linkname: "../../../../../etc/passwd" }],
     ],
     ["a hard link to a name not in the archive", [{ name: "h/hard", type: "1", linkname: "h/x" }]],
+    ["a newline in a name", [{ name: "h/ok.txt" }, { name: "h/two\nlines.txt", body: "x" }]],
+    ["a NUL-free control character in a directory name", [{ name: "h/a\u001bb/c.txt" }]],
+    ["a bidi override in a name", [{ name: "h/evil\u202etxt.exe", body: "x" }]],
+    ["a backslash in a name", [{ name: "h/..\\..\\x.txt", body: "x" }]],
+    ["a control character in a symlink target", [{ name: "h/l", type: "2", linkname: "a\rb" }]],
   ];
 
   it.each(hostile)(
@@ -141,7 +146,7 @@ describe.each(RUNTIMES)("airlock pull --extract under $name", ({ node }) => {
       expect(result.stdout).toBe("");
       expect(result.stderrLines).toHaveLength(1);
       expect(result.stderrLines[0]).toMatch(
-        /^airlock: refusing to extract evil\.tar\.gz: ".+" .+; nothing was extracted$/,
+        /^airlock: could not pull item \S+ \(evil\.tar\.gz\), it stays in the inbox: refusing to extract evil\.tar\.gz: ".+" .+; nothing was extracted$/,
       );
       expect(await readdir(dir)).toEqual([]);
       expect(await allPaths()).toEqual(["sandbox", "sandbox/uploads"]);
@@ -170,7 +175,67 @@ describe.each(RUNTIMES)("airlock pull --extract under $name", ({ node }) => {
     await mkdir(dir, { recursive: true });
     const result = await pull();
     expect(result.code).toBe(1);
-    expect(result.stderr).toMatch(/^airlock: cannot extract junk\.tar\.gz: .+\n$/);
+    expect(result.stderr).toMatch(
+      /^airlock: could not pull item \S+ \(junk\.tar\.gz\), it stays in the inbox: cannot extract junk\.tar\.gz: .+\n$/,
+    );
     expect(await readdir(dir)).toEqual([]);
   });
+
+  it("clamps directory modes: permission bits only, always rwx for the owner", async () => {
+    relay.addInboxItem(
+      "modes.tar.gz",
+      rawTarGz([
+        { name: "m/", type: "5", mode: 0o7000 },
+        { name: "m/locked/", type: "5", mode: 0o1000 },
+        { name: "m/locked/in.txt", body: "in", mode: 0o644 },
+        { name: "m/shared/", type: "5", mode: 0o2775 },
+      ]),
+    );
+    const result = await pull();
+    expect(result.stderr).toBe("");
+    expect(result.code).toBe(0);
+    expect(await listTree(join(dir, "modes"), false)).toEqual({
+      locked: "dir 700",
+      "locked/in.txt": expect.stringMatching(/^file 644 /),
+      shared: "dir 775",
+    });
+    expect(((await stat(join(dir, "modes"))).mode & 0o7777).toString(8)).toBe("700");
+  });
+
+  it("refuses an archive over --max-bytes before writing the entry that crosses it", async () => {
+    const body = "y".repeat(400_000);
+    const entries = [0, 1, 2].map((i) => ({ name: `big/${i}.txt`, body }));
+    const over = relay.addInboxItem("big.tar.gz", rawTarGz(entries));
+    const fine = relay.addInboxItem("fine.tar.gz", rawTarGz(entries.slice(0, 2)));
+    const result = await pull(["--max-bytes", "1M"]);
+    expect(result.code).toBe(1);
+    expect(result.stderrLines).toEqual([
+      `airlock: could not pull item ${over.itemId} (big.tar.gz), it stays in the inbox: ` +
+        'refusing to extract big.tar.gz: "big/2.txt" takes the archive over 1048576 bytes ' +
+        "extracted (raise it with --max-bytes); nothing was extracted",
+    ]);
+    expect(result.stdout).toMatch(
+      /^\[User uploaded: fine\.tar\.gz \(.+\), extracted to .+\/fine\/\]\n$/,
+    );
+    expect(await readdir(dir)).toEqual(["fine"]);
+    expect(relay.acked).toEqual([fine.itemId]);
+
+    const raised = await pull(["--max-bytes", "2M"]);
+    expect(raised.stderr).toBe("");
+    expect(raised.code).toBe(0);
+    expect((await readdir(join(dir, "big"))).sort()).toEqual(["0.txt", "1.txt", "2.txt"]);
+  });
+
+  it.each([["0"], ["lots"], ["-5"], ["1.5G"]])(
+    "is a usage error to pass --max-bytes %s",
+    async (value) => {
+      const result = await pull([`--max-bytes=${value}`]);
+      expect(result.code).toBe(2);
+      expect(result.stderrLines).toEqual([
+        `airlock: --max-bytes needs a positive number of bytes (e.g. 500M, 20G), not "${value}"; ` +
+          "usage: airlock pull [--dir <dir>] [--json] [--extract] [--max-bytes <n>]",
+      ]);
+      expect(relay.calls).toEqual([]);
+    },
+  );
 });

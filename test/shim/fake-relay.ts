@@ -456,7 +456,8 @@ export async function startFakeRelay(): Promise<FakeRelay> {
     if (call.method === "GET" && (m = /^\/v1\/files\/([^/]+)$/.exec(path))) {
       const file = files.get(decodeURIComponent(m[1]!));
       if (!file) return refuse({ status: 404, code: "file_not_found" });
-      const { bytes: _bytes, ...record } = file;
+      const record: Partial<typeof file> = { ...file };
+      delete record.bytes;
       return json(200, record);
     }
     if (call.method === "GET" && (m = /^\/v1\/files\/([^/]+)\/content$/.exec(path))) {

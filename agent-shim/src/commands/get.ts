@@ -2,10 +2,12 @@ import { mkdir, stat } from "node:fs/promises";
 import { resolve } from "node:path";
 import { parseCommandArgs } from "../args.js";
 import { archiveStem, extractArchive } from "../archive-extract.js";
+import { maxExtractBytes } from "../archive-limit.js";
 import { relayConfig, retryPolicy } from "../config.js";
 import { CliError, UsageError, fsError } from "../errors.js";
 import { HELP, USAGE } from "../help.js";
 import { download, type DownloadSource, type Output } from "../download.js";
+import { safeFileName } from "../file-names.js";
 import { note, print } from "../output.js";
 import { RelayClient } from "../relay-client.js";
 import { releaseTemp, tempPath } from "../temp-files.js";
@@ -13,6 +15,7 @@ import { releaseTemp, tempPath } from "../temp-files.js";
 const OPTIONS = {
   output: { type: "string", short: "o" },
   extract: { type: "boolean" },
+  "max-bytes": { type: "string" },
   help: { type: "boolean", short: "h" },
 } as const;
 
@@ -20,7 +23,8 @@ const OPTIONS = {
  * `airlock get <fileId|shareUrl> [-o <path>] [--extract]`: downloads and verifies a file, then
  * prints the path written (on stderr when the bytes went to stdout). With --extract, the file must
  * be a `.tar.gz`: it is extracted into a new directory named after it in `-o <dir>` (default: the
- * current directory), and that directory's path is printed; the archive itself is not kept.
+ * current directory), and that directory's path is printed; the archive itself is not kept. An
+ * archive holding more than `--max-bytes` of content (default 10 GiB) is refused, nothing kept.
  */
 export async function get(args: string[]): Promise<void> {
   const { values, positionals } = parseCommandArgs(args, OPTIONS, USAGE.get);
@@ -32,19 +36,29 @@ export async function get(args: string[]): Promise<void> {
   if (values.extract && values.output === "-") {
     throw new UsageError(`--extract needs a directory, not stdout; usage: ${USAGE.get}`);
   }
+  if (values["max-bytes"] !== undefined && !values.extract) {
+    throw new UsageError(`--max-bytes limits --extract; usage: ${USAGE.get}`);
+  }
+  const maxBytes = maxExtractBytes(values["max-bytes"], USAGE.get);
   const policy = retryPolicy();
   const source = /^https?:\/\//i.test(ref) ? shareSource(ref) : await fileSource(ref, policy);
-  if (values.extract) return print(await getExtracted(source, values.output ?? ".", policy));
+  if (values.extract) {
+    return print(await getExtracted(source, values.output ?? ".", policy, maxBytes));
+  }
   const written = await download(source, await output(values.output), policy);
-  if (written.path === "-") note(`wrote ${written.name} to stdout`);
+  if (written.path === "-") note(`wrote ${safeFileName(written.name, "the file")} to stdout`);
   else print(written.path);
 }
 
-/** Downloads a `.tar.gz` next to where it goes, then extracts it; returns the directory made. */
+/**
+ * Downloads a `.tar.gz` next to where it goes, then extracts it (up to `maxBytes` of content);
+ * returns the directory made.
+ */
 async function getExtracted(
   source: DownloadSource,
   option: string,
   policy: ReturnType<typeof retryPolicy>,
+  maxBytes: number,
 ): Promise<string> {
   if (source.name !== undefined && archiveStem(source.name) === undefined) {
     throw notAnArchive(source.name);
@@ -58,14 +72,16 @@ async function getExtracted(
     const { name } = await download(source, { to: "path", path: temp }, policy);
     const stem = archiveStem(name);
     if (stem === undefined) throw notAnArchive(name); // A share link names it only now.
-    return (await extractArchive(temp, name, dir, stem, false)).path;
+    const label = safeFileName(name, "the archive");
+    return (await extractArchive(temp, label, dir, stem, false, maxBytes)).path;
   } finally {
     await releaseTemp(temp);
   }
 }
 
 function notAnArchive(name: string): CliError {
-  return new CliError(`${name} is not a .tar.gz archive; get it without --extract`);
+  const shown = safeFileName(name, "the file");
+  return new CliError(`${shown} is not a .tar.gz archive; get it without --extract`);
 }
 
 /**
@@ -109,7 +125,11 @@ async function fileSource(
   return {
     url,
     headers,
-    target: { service: "relay", url: relay.url, action: `download of ${record.name}` },
+    target: {
+      service: "relay",
+      url: relay.url,
+      action: `download of ${safeFileName(record.name, "the file")}`,
+    },
     name: record.name,
     sha256: record.sha256,
   };

@@ -2,6 +2,7 @@ import { mkdir } from "node:fs/promises";
 import { resolve } from "node:path";
 import { parseCommandArgs } from "../args.js";
 import { archiveStem, extractArchive } from "../archive-extract.js";
+import { maxExtractBytes } from "../archive-limit.js";
 import { DEFAULT_PULL_DIR, relayConfig, retryPolicy, type RetryPolicy } from "../config.js";
 import { CliError, UnavailableError, UsageError, fsError } from "../errors.js";
 import { HELP, USAGE } from "../help.js";
@@ -16,6 +17,7 @@ const OPTIONS = {
   dir: { type: "string" },
   json: { type: "boolean" },
   extract: { type: "boolean" },
+  "max-bytes": { type: "string" },
   help: { type: "boolean", short: "h" },
 } as const;
 
@@ -42,7 +44,12 @@ export interface PullResult {
  *
  * With --extract, a `.tar.gz` is extracted into a new directory named after it (`proj.tar.gz` to
  * `proj/`, or `proj (1)/` when taken) instead of being written: the archive itself is not kept.
- * An archive with an entry that would escape that directory is refused whole and stays in the inbox.
+ * An archive with an entry that would escape that directory (or a name that breaks the name rule,
+ * or more than `--max-bytes` of content) is refused whole and stays in the inbox.
+ *
+ * A file that cannot be pulled (refused, corrupt, unreadable headers, unwritable) never holds up
+ * the others: one stderr line names it, it is not acknowledged, and the exit status is 1 once
+ * the rest are done. Only a relay that is out of reach for everything ends the run early.
  */
 export async function pull(args: string[]): Promise<void> {
   const { values, positionals } = parseCommandArgs(args, OPTIONS, USAGE.pull);
@@ -51,6 +58,10 @@ export async function pull(args: string[]): Promise<void> {
     throw new UsageError(`pull takes no arguments; usage: ${USAGE.pull}`);
   }
   if (values.dir === "") throw new UsageError(`--dir needs a directory; usage: ${USAGE.pull}`);
+  if (values["max-bytes"] !== undefined && !values.extract) {
+    throw new UsageError(`--max-bytes limits --extract; usage: ${USAGE.pull}`);
+  }
+  const maxBytes = maxExtractBytes(values["max-bytes"], USAGE.pull);
   const dir = resolve(values.dir ?? DEFAULT_PULL_DIR);
   const policy = retryPolicy();
   const relay = new RelayClient(relayConfig(), policy);
@@ -61,47 +72,84 @@ export async function pull(args: string[]): Promise<void> {
     throw fsError("create directory", dir, err);
   });
   let failed = false;
+  const extract = values.extract === true ? maxBytes : undefined;
   for (const item of items) {
+    const name = pulledName(item.name);
+    const which = `item ${shownId(item.itemId)} (${name})`;
+    let pulled: PullResult;
     try {
-      const pulled = await pullItem(relay, item, dir, policy, values.extract === true);
-      const name = safeFileName(item.name, "file"); // As written: no newline, no path.
-      print(values.json ? JSON.stringify(pulled) : contextLine(name, pulled));
+      pulled = await pullItem(relay, item, name, dir, policy, extract);
+    } catch (err) {
+      await carryOn(relay, err);
+      warn(`could not pull ${which}, it stays in the inbox: ${(err as CliError).message}`);
+      failed = true;
+      continue;
+    }
+    print(values.json ? JSON.stringify(pulled) : contextLine(name, pulled));
+    try {
       await relay.ack(item.itemId, name);
     } catch (err) {
-      // An unreachable relay fails every item alike: one line says it.
-      if (!(err instanceof CliError) || err instanceof UnavailableError) throw err;
-      warn(err.message);
+      await carryOn(relay, err);
+      warn(`could not acknowledge ${which}: ${(err as CliError).message}`);
       failed = true;
     }
   }
   if (failed) process.exitCode = 1;
 }
 
-/** Downloads one item's file into `dir`, verified against the item's SHA-256. */
+/**
+ * Returns when the run can go on after `err` failed one item; rethrows what is no item's own
+ * failure. A service out of reach through every retry may be this item's alone (its bytes cut
+ * off mid-way): one more look at the inbox tells; when the relay is out of reach for that too,
+ * its error ends the run as one line.
+ */
+async function carryOn(relay: RelayClient, err: unknown): Promise<void> {
+  if (!(err instanceof CliError)) throw err;
+  if (err instanceof UnavailableError) await relay.listInbox();
+}
+
+/**
+ * The name a pulled file is written and shown under: the shared name rule, then square
+ * brackets made round, so that no name can close the context line's bracket early.
+ */
+export function pulledName(name: string): string {
+  return safeFileName(name, "file").replace(/\[/g, "(").replace(/\]/g, ")");
+}
+
+/** An item id as the relay gave it, for a message: printable ASCII only. */
+function shownId(itemId: string): string {
+  return itemId.replace(/[^\x21-\x7e]/g, "?").slice(0, 100);
+}
+
+/**
+ * Downloads one item's file into `dir` as `shown` (its `pulledName`), verified against the
+ * item's SHA-256; with `extractMax`, extracts a `.tar.gz` holding up to that many bytes.
+ */
 async function pullItem(
   relay: RelayClient,
   item: InboxItem,
+  shown: string,
   dir: string,
   policy: RetryPolicy,
-  extract: boolean,
+  extractMax: number | undefined,
 ): Promise<PullResult> {
   const fileId = item.file?.fileId ?? item.fileId;
-  if (!fileId) throw new CliError(`relay listed ${item.name} in the inbox without its file`);
+  if (!fileId) throw new CliError(`relay listed ${shown} in the inbox without its file`);
   const { url, headers } = relay.contentRequest(fileId);
   const source = {
     url,
     headers,
-    target: { service: "relay" as const, url: relay.url, action: `download of ${item.name}` },
-    name: item.name,
+    target: { service: "relay" as const, url: relay.url, action: `download of ${shown}` },
+    name: shown,
     sha256: item.sha256,
   };
   const { itemId, name, sha256 } = item;
-  const stem = extract ? archiveStem(item.name) : undefined;
-  if (stem !== undefined) {
+  const stem = archiveStem(shown);
+  if (extractMax !== undefined && stem !== undefined) {
     const temp = tempPath(dir, ".airlock-", ".tar.gz");
     try {
       const { size } = await download(source, { to: "path", path: temp }, policy);
-      const { path, files } = await extractArchive(temp, item.name, dir, stem, true);
+      const { path, files } = await extractArchive(temp, shown, dir, stem, true, extractMax);
       return {
         itemId,
         fileId,
@@ -121,7 +169,10 @@ async function pullItem(
   return { itemId, fileId, name, size, sha256, path, source: item.source };
 }
 
-/** What an agent reads about a file it was sent. */
+/**
+ * What an agent reads about a file it was sent: one line, ending with the exact path written
+ * (the name shown and written cannot hold a newline or a `]`).
+ */
 function contextLine(name: string, pulled: PullResult): string {
   if (pulled.extracted) {
     return `[User uploaded: ${name} (${humanSize(pulled.size)}), extracted to ${pulled.path}/]`;
