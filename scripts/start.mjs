@@ -1,8 +1,9 @@
 #!/usr/bin/env node
-// `npm start`: the relay on http://127.0.0.1:8787 with embedded storage (local R2 and D1
-// on disk under .wrangler/) and the local-only dev secrets from .dev.vars.example.
+// `npm start`: the relay on http://127.0.0.1:8787 (or $PORT) with embedded storage (local R2
+// and D1 on disk under .wrangler/) and the local-only dev secrets from .dev.vars.example.
 import { spawn, spawnSync } from "node:child_process";
 import { copyFileSync, existsSync, readFileSync } from "node:fs";
+import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
@@ -14,7 +15,11 @@ const env = {
   CLOUDFLARE_CF_FETCH_ENABLED: "false",
   WRANGLER_SEND_METRICS: "false",
 };
-const port = process.env.PORT ?? "8787";
+const port = process.env.PORT || "8787";
+if (!/^\d+$/.test(port) || Number(port) < 1 || Number(port) > 65535) {
+  console.error(`PORT must be a TCP port number (1-65535), not "${port}"`);
+  process.exit(2);
+}
 const url = `http://127.0.0.1:${port}`;
 
 if (!existsSync(`${root}/.dev.vars`)) {
@@ -47,13 +52,44 @@ Install the shim in a sandbox and send a file:
   curl -fsSL ${url}/shim/airlock.mjs -o /usr/local/bin/airlock && chmod +x /usr/local/bin/airlock
   export AIRLOCK_URL=${url} AIRLOCK_TOKEN=<token from above>
   airlock send report.pdf
+
+Run the hourly sweep now (cron triggers do not fire by themselves locally):
+  curl "${url}/__scheduled?cron=17+*+*+*+*"
 `);
 
+// --test-scheduled serves /__scheduled (above) instead of warning that crons do not fire.
 const child = spawn(
   process.execPath,
-  [...wrangler, "dev", "--ip", "127.0.0.1", "--port", port, "--show-interactive-dev-session=false"],
-  { cwd: root, env, stdio: "inherit", detached: true },
+  [
+    ...wrangler,
+    "dev",
+    "--ip",
+    "127.0.0.1",
+    "--port",
+    port,
+    "--show-interactive-dev-session=false",
+    "--test-scheduled",
+  ],
+  {
+    cwd: root,
+    env: process.stdout.isTTY ? { ...env, FORCE_COLOR: "1" } : env,
+    stdio: ["inherit", "pipe", "pipe"],
+    detached: true,
+  },
 );
+
+// wrangler.toml's [build] (for `wrangler deploy`) is a no-op here, as prestart built the shim,
+// but dev reports running it at start and on every change under src/: leave those lines out.
+const ansi = /\u001b\[[0-9;]*m/g;
+const customBuildLine = /^(\[custom build\]|The file .* changed, restarting build\.\.\.$)/;
+for (const [from, to] of [
+  [child.stdout, process.stdout],
+  [child.stderr, process.stderr],
+]) {
+  createInterface({ input: from, crlfDelay: Infinity }).on("line", (line) => {
+    if (!customBuildLine.test(line.replace(ansi, ""))) to.write(`${line}\n`);
+  });
+}
 const stop = () => {
   try {
     process.kill(-child.pid, "SIGTERM");
@@ -63,4 +99,4 @@ const stop = () => {
 };
 process.on("SIGINT", stop);
 process.on("SIGTERM", stop);
-child.on("exit", (code) => process.exit(code ?? 0));
+child.on("close", (code) => process.exit(code ?? 0));

@@ -1,10 +1,10 @@
 /**
  * Airlock operator SDK: a typed, promise-based client for an Airlock relay, for the host
  * code that runs agents in sandboxes. Runs anywhere with web `fetch` and streams: Node ≥ 18,
- * Cloudflare Workers, Deno, Bun. File-path helpers live in the Node entry, `airlock/node`.
+ * Cloudflare Workers, Deno, Bun. File-path helpers live in the Node entry, `airlock-relay/node`.
  *
  * ```ts
- * import { AirlockClient, AirlockError } from "airlock";
+ * import { AirlockClient, AirlockError } from "airlock-relay";
  *
  * const airlock = new AirlockClient({ url: "https://airlock.example.com", adminToken: env.AIRLOCK_ADMIN_TOKEN });
  *

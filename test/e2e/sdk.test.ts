@@ -246,6 +246,25 @@ describe("the operator SDK against the relay under wrangler dev", () => {
       code: "file_not_found",
     });
     expect((await sandbox.getFile(logId)).size).toBe(log.byteLength);
+
+    // downloadToDir: each file under its own name, numbered rather than replacing one.
+    const collected = join(dir, "collected");
+    await mkdir(collected);
+    await writeFile(join(collected, "run.log"), "mine");
+    for (const file of files) {
+      const saved = await airlock.downloadToDir(file.fileId, collected);
+      expect(saved).toMatchObject({ fileId: file.fileId, sha256: file.sha256 });
+      expect(sha256(await readFile(saved.path))).toBe(sha256(byName.get(file.name)!));
+    }
+    const again = await sandbox.downloadToDir(logId, collected);
+    expect(again.path).toBe(join(collected, "run (2).log"));
+    expect(await readFile(join(collected, "run.log"), "utf8")).toBe("mine");
+    expect((await readdir(collected)).sort()).toEqual([
+      "result.bin",
+      "run (1).log",
+      "run (2).log",
+      "run.log",
+    ]);
   });
 
   it("downloadToFile keeps nothing when the bytes do not match the file record", async () => {
@@ -407,7 +426,7 @@ describe("the operator SDK against the relay under wrangler dev", () => {
     expect((aborted as unknown as Error).name).toBe("AbortError");
   });
 
-  describe("the built package (dist/sdk, `airlock/node`) on every supported Node", () => {
+  describe("the built package (dist/sdk, `airlock-relay/node`) on every supported Node", () => {
     beforeAll(() => {
       execFileSync(process.execPath, [join(root, "scripts/build-sdk.mjs")], { stdio: "pipe" });
     });
@@ -418,8 +437,8 @@ describe("the operator SDK against the relay under wrangler dev", () => {
       const input = randomBytes(2 * MiB + 5);
       await writeFile(join(work, "in.bin"), input);
       const script = `
-        import { AirlockClient, AirlockError } from "airlock/node";
-        import * as core from "airlock";
+        import { AirlockClient, AirlockError } from "airlock-relay/node";
+        import * as core from "airlock-relay";
         const [url, adminToken, work] = process.argv.slice(1);
         if (core.AirlockError !== AirlockError) throw new Error("two AirlockError classes");
         const airlock = new AirlockClient({ url, adminToken });

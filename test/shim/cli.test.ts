@@ -1,10 +1,21 @@
-import { execFileSync } from "node:child_process";
-import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { execFileSync, spawn } from "node:child_process";
+import { once } from "node:events";
+import {
+  chmod,
+  copyFile,
+  link,
+  mkdir,
+  mkdtemp,
+  readFile,
+  rm,
+  stat,
+  writeFile,
+} from "node:fs/promises";
 import { createServer, type Server } from "node:http";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { basename, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { RUNTIMES, failureLine, prepareShim, runShim } from "./run-shim";
+import { RUNTIMES, SHIM, failureLine, prepareShim, runShim, type ShimResult } from "./run-shim";
 
 const root = new URL("../..", import.meta.url);
 const { version } = JSON.parse(await readFile(new URL("package.json", root), "utf8")) as {
@@ -51,6 +62,65 @@ async function listenAndClose(): Promise<string> {
 }
 
 const closedRelayEnv = () => ({ AIRLOCK_URL: closedUrl, AIRLOCK_TOKEN: "test-token" });
+
+/** `file` in `into`, readable and runnable by every user: a hard link if it is already, else a copy. */
+async function shareWithEveryone(file: string, into: string): Promise<string> {
+  const shared = join(into, basename(file));
+  if (((await stat(file)).mode & 0o005) === 0o005) {
+    const linked = await link(file, shared).then(
+      () => true,
+      () => false,
+    );
+    if (linked) return shared;
+  }
+  await copyFile(file, shared);
+  await chmod(shared, 0o755);
+  return shared;
+}
+
+/** Runs the shim in `dir` as `nobody`, from copies nobody can read wherever the clone sits. */
+async function runAsNobody(
+  node: string,
+  args: string[],
+  env: Record<string, string>,
+): Promise<ShimResult> {
+  const bin = await mkdtemp(join(tmpdir(), "airlock-shim-nobody-"));
+  try {
+    await chmod(bin, 0o755);
+    const shim = await shareWithEveryone(SHIM, bin);
+    const sharedNode = await shareWithEveryone(node, bin);
+    const childEnv: Record<string, string | undefined> = {
+      PATH: process.env.PATH ?? "/usr/bin:/bin",
+      HOME: dir,
+      ...env,
+    };
+    const child = spawn(sharedNode, [shim, ...args], {
+      cwd: dir,
+      env: childEnv as NodeJS.ProcessEnv,
+      uid: 65534,
+      gid: 65534,
+      stdio: ["ignore", "pipe", "pipe"],
+      timeout: 60_000,
+    });
+    const out: Buffer[] = [];
+    const err: Buffer[] = [];
+    child.stdout.on("data", (chunk: Buffer) => out.push(chunk));
+    child.stderr.on("data", (chunk: Buffer) => err.push(chunk));
+    const [code, signal] = (await once(child, "close")) as [number | null, NodeJS.Signals | null];
+    const stdoutBytes = Buffer.concat(out);
+    const stderr = Buffer.concat(err).toString("utf8");
+    return {
+      code,
+      signal,
+      stdout: stdoutBytes.toString("utf8"),
+      stdoutBytes,
+      stderr,
+      stderrLines: stderr === "" ? [] : stderr.replace(/\n$/, "").split("\n"),
+    };
+  } finally {
+    await rm(bin, { recursive: true, force: true });
+  }
+}
 
 describe.each(RUNTIMES)("airlock under $name", ({ node }) => {
   const run = (args: string[], env: Record<string, string> = closedRelayEnv()) =>
@@ -107,18 +177,17 @@ describe.each(RUNTIMES)("airlock under $name", ({ node }) => {
     expect(failureLine(result)).toBe("airlock: cannot read missing.txt: no such file or directory");
   });
 
-  // root reads files whatever their mode, so as root the shim runs as `nobody` instead.
+  // root reads files whatever their mode, so as root the shim runs as `nobody` instead, from
+  // copies of the bundle and the Node binary in a world-readable dir: the clone itself may sit
+  // where other users cannot enter (e.g. inside a `mktemp -d`).
   it("names an unreadable file", async () => {
     const locked = join(dir, "locked.txt");
     await writeFile(locked, "secret\n", { mode: 0o000 });
     await chmod(locked, 0o000);
     const asRoot = process.getuid?.() === 0;
-    const result = await runShim(["send", "locked.txt"], {
-      node,
-      env: closedRelayEnv(),
-      cwd: dir,
-      ...(asRoot ? { uid: 65534, gid: 65534 } : {}),
-    });
+    const result = asRoot
+      ? await runAsNobody(node, ["send", "locked.txt"], closedRelayEnv())
+      : await runShim(["send", "locked.txt"], { node, env: closedRelayEnv(), cwd: dir });
     expect(result.code).toBe(1);
     expect(failureLine(result)).toBe("airlock: cannot read locked.txt: permission denied");
   });
