@@ -16,6 +16,11 @@ export interface Config {
   fileTtlSeconds: number;
   linkTtlSeconds: number;
   uploadUrlTtlSeconds: number;
+  /**
+   * How long a file may stay pending before the sweep re-sends its verification (its queue
+   * message was lost, or its retries ran out into the dead-letter queue).
+   */
+  verifyResendAfterSeconds: number;
   maxFileBytes: number;
   /**
    * Largest upload a store the relay fronts (R2) can take in one request: Workers cap request
@@ -58,6 +63,7 @@ export function readConfig(env: Bindings): Config {
     fileTtlSeconds: positiveInt(env, "FILE_TTL_SECONDS", 7 * DAY),
     linkTtlSeconds: positiveInt(env, "LINK_TTL_SECONDS", DAY),
     uploadUrlTtlSeconds: positiveInt(env, "UPLOAD_URL_TTL_SECONDS", 3600),
+    verifyResendAfterSeconds: positiveInt(env, "VERIFY_RESEND_AFTER_SECONDS", 600),
     maxFileBytes: positiveInt(env, "MAX_FILE_BYTES", 5 * GiB),
     relayUploadMaxBytes: env.RELAY_UPLOAD_MAX_BYTES
       ? positiveInt(env, "RELAY_UPLOAD_MAX_BYTES", 0)

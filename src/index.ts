@@ -19,7 +19,12 @@ export default {
     const started = Date.now();
     const deps = { ...depsFor(env, ctx), now: () => controller.scheduledTime };
     const work = sweep(deps).then((result) =>
-      logEvent("sweep", { cron: controller.cron, ...result, durationMs: Date.now() - started }),
+      logEvent("sweep", {
+        cron: controller.cron,
+        scheduledTime: new Date(controller.scheduledTime).toISOString(),
+        ...result,
+        durationMs: Date.now() - started,
+      }),
     );
     ctx.waitUntil(work);
     await work;

@@ -13,12 +13,6 @@ const HOUR = 3_600_000;
  */
 export const STALE_UPLOAD_GRACE_MS = 24 * HOUR;
 
-/**
- * A file still pending this long after it was completed lost its verify message (a local
- * queue restarted, or retries ran out into the dead-letter queue): the sweep sends it again.
- */
-export const PENDING_RESEND_AFTER_MS = 10 * 60_000;
-
 /** Rows handled per step per run; the next run (hourly) continues where this one stopped. */
 export const SWEEP_BATCH = 500;
 
@@ -50,7 +44,7 @@ export interface SweepResult {
  * land on it any more (`extendBlob` only extends a live row).
  */
 export async function sweep(
-  deps: Pick<Deps, "db" | "store" | "now" | "verifyQueue">,
+  deps: Pick<Deps, "db" | "store" | "now" | "verifyQueue" | "config">,
   batch = SWEEP_BATCH,
 ): Promise<SweepResult> {
   const { db, store } = deps;
@@ -73,7 +67,10 @@ export async function sweep(
     objectsDeleted += 1;
   }
   const linksDeleted = await deleteExpiredLinks(db, now);
-  const stalePending = await findStalePendingFiles(db, now - PENDING_RESEND_AFTER_MS, batch);
+  // A file still pending this long lost its verify message (a local queue restarted, or
+  // retries ran out into the dead-letter queue): send it again.
+  const resendBefore = now - deps.config.verifyResendAfterSeconds * 1000;
+  const stalePending = await findStalePendingFiles(db, resendBefore, batch);
   for (const job of stalePending) await deps.verifyQueue.send(job);
   return {
     verificationsResent: stalePending.length,

@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { prepareShim, relayEnv, runShim } from "../shim/run-shim";
+import { apiCall, type ApiAnswer } from "../support/api-call";
 import { startRelay, type RunningRelay } from "../support/relay";
 
 /**
@@ -30,18 +31,8 @@ describe("dedup and quota, attacked with a second session", () => {
     if (dir) await rm(dir, { recursive: true, force: true });
   });
 
-  async function api(token: string, method: string, path: string, json?: unknown) {
-    const response = await fetch(`${relay.url}${path}`, {
-      method,
-      headers: {
-        authorization: `Bearer ${token}`,
-        ...(json === undefined ? {} : { "content-type": "application/json" }),
-      },
-      body: json === undefined ? undefined : JSON.stringify(json),
-    });
-    const text = await response.text();
-    return { status: response.status, body: text ? (JSON.parse(text) as Record<string, any>) : {} };
-  }
+  const api = (token: string, method: string, path: string, json?: unknown) =>
+    apiCall(relay.url, token, method, path, json);
 
   async function sendWithShim(token: string, bytes: Uint8Array, name: string) {
     const path = join(dir, `${Math.random().toString(36).slice(2)}-${name}`);
@@ -57,7 +48,7 @@ describe("dedup and quota, attacked with a second session", () => {
   }
 
   /** What a declare answers, with the parts that differ per request (ids, URLs, times) masked. */
-  function shapeOf(answer: { status: number; body: Record<string, any> }) {
+  function shapeOf(answer: ApiAnswer) {
     return JSON.stringify(answer, (key, value: unknown) =>
       ["uploadId", "expiresAt", "url", "x-amz-checksum-sha256", "content-length"].includes(key)
         ? "…"
@@ -164,7 +155,7 @@ describe("dedup and quota, attacked with a second session", () => {
 
     const late = await api(token, "POST", `/v1/uploads/${first}/complete`);
     expect(late).toMatchObject({ status: 410, body: { error: { code: "upload_expired" } } });
-    expect(late.body.error.message).toMatch(/expired at .* before it was completed/);
+    expect(late.body.error?.message).toMatch(/expired at .* before it was completed/);
     expect((await api(token, "POST", `/v1/uploads/${second}/complete`)).status).toBe(201);
     const files = (await api(token, "GET", "/v1/files")).body.files as { size: number }[];
     expect(files.reduce((sum, file) => sum + file.size, 0)).toBe(6000);

@@ -24,8 +24,8 @@ export interface RunningRelay {
    * again on the same port and local state (D1, R2; the local queue's messages are not kept).
    */
   crashAndRestart(): Promise<void>;
-  /** Runs the Cron Trigger's handler as if the trigger fired at `time` (ms). */
-  runScheduled(time: number): Promise<void>;
+  /** Runs the Cron Trigger's handler now (wrangler dev's `/__scheduled`). */
+  runScheduled(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -127,10 +127,8 @@ export async function startRelay(options: RelayOptions = {}): Promise<RunningRel
       child = launch();
       await waitForHealth(url, child, () => output);
     },
-    async runScheduled(time: number) {
-      const response = await fetch(
-        `${url}/__scheduled?cron=${encodeURIComponent("17 * * * *")}&time=${time}`,
-      );
+    async runScheduled() {
+      const response = await fetch(`${url}/__scheduled?cron=${encodeURIComponent("17 * * * *")}`);
       if (!response.ok) throw new Error(`scheduled run failed: ${response.status}`);
     },
     adminToken: TEST_ADMIN_TOKEN,
