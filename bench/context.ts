@@ -6,6 +6,8 @@ import type { Session } from "./relay-api";
 export interface Context {
   meter: Meter;
   session: Session;
+  /** A session of a new owner scope on the same relay: it shares no dedup with `session`. */
+  newScope(): Promise<Session>;
   tmpDir: string;
   log(message: string): void;
   /** Logs a problem with the run itself; the report lists every warning. */

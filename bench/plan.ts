@@ -56,6 +56,7 @@ export async function measureAll(ctx: Context, quick: boolean): Promise<Results>
         if (size !== sizes.at(-1)) return;
         const dedup = await dedupResend(ctx, file, runs);
         record([], [dedup.resend, dedup.sha256sum, dedup.nodeHash, dedup.probe]);
+        record([], [dedup.otherScope, dedup.fresh]);
         results.dedups.push(dedup);
         if (kind !== "text") return;
         record(results.gzipRows, await gzipLevels(ctx, file, [1, 3, 6], runs));

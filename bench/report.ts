@@ -93,7 +93,14 @@ function resumeTable(r: Resume): string {
 /** The whole report as markdown. */
 export function renderReport(report: Report): string {
   const { rows, gzipRows, stepRows, dedups, dirRows, partRows, resume, targets, warnings } = report;
-  const dedupRows = dedups.flatMap((d) => [d.resend, d.sha256sum, d.nodeHash, d.probe]);
+  const dedupRows = dedups.flatMap((d) => [
+    d.resend,
+    d.sha256sum,
+    d.nodeHash,
+    d.probe,
+    d.otherScope,
+    d.fresh,
+  ]);
   const out = [
     "# Airlock send benchmark",
     "",

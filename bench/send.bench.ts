@@ -105,9 +105,19 @@ async function main(): Promise<void> {
       warnings.push(message);
       log(`warning: ${message}`);
     };
+    let scopes = 0;
     const ctx: Context = {
       meter: new Meter(work),
       session,
+      async newScope() {
+        const owner = `bench-scope-${++scopes}`;
+        const minted = await relay!.mintSession({
+          owner,
+          ttlSeconds: 86_400,
+          quotaBytes: 1024 ** 4,
+        });
+        return { url: relay!.url, token: minted.token };
+      },
       tmpDir: work,
       log,
       warn,

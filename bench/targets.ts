@@ -128,6 +128,17 @@ export function evaluateTargets({
         ? target(name, measured, dedup.resend.wallMs <= budget)
         : { name, measured: `${measured}, not at 128 MiB`, result: "not measured" },
     );
+    // Content held only in another owner scope: one upload, as for content nobody holds.
+    const { otherScope, fresh } = dedup;
+    const ratio = otherScope.wallMs / fresh.wallMs;
+    targets.push(
+      target(
+        `${otherScope.kind} ${formatSize(otherScope.size)}: send of content held only in another scope ≈ a fresh send (≤ 1.2×, bytes uploaded)`,
+        `${ratio.toFixed(2)}× (${formatMs(otherScope.wallMs)} vs ${formatMs(fresh.wallMs)}), ` +
+          `${otherScope.bytesSent} vs ${fresh.bytesSent} bytes`,
+        ratio <= 1.2 && otherScope.bytesSent > 0,
+      ),
+    );
   }
   const dirShim = dirRows.find((r) => r.tool === DIR_SHIM);
   const dirBase =

@@ -72,6 +72,20 @@ export async function findBlobHeldByScope(
   return row ? toBlob(row) : null;
 }
 
+/** A blob's columns in table order, for `?1` … `?8`. */
+function blobValues(blob: Blob): unknown[] {
+  return [
+    blob.sha256,
+    blob.size,
+    blob.encoding,
+    blob.storedKey,
+    blob.storedSize,
+    blob.storedSha256,
+    blob.createdAt,
+    blob.expiresAt,
+  ];
+}
+
 /**
  * Records a verified blob, or — when one for the same content exists — keeps the
  * existing one and pushes its expiry out to at least `expiresAt`. Returns the blob
@@ -85,16 +99,7 @@ export async function upsertBlob(db: D1Database, blob: Blob): Promise<Blob> {
        ON CONFLICT (sha256) DO UPDATE SET expires_at = MAX(blobs.expires_at, excluded.expires_at)
        RETURNING *`,
     )
-    .bind(
-      blob.sha256,
-      blob.size,
-      blob.encoding,
-      blob.storedKey,
-      blob.storedSize,
-      blob.storedSha256,
-      blob.createdAt,
-      blob.expiresAt,
-    )
+    .bind(...blobValues(blob))
     .first<BlobRow>();
   if (!row) throw new Error("upsertBlob returned no row");
   return toBlob(row);
@@ -107,19 +112,11 @@ export async function upsertBlob(db: D1Database, blob: Blob): Promise<Blob> {
 export async function rehomeBlob(db: D1Database, blob: Blob): Promise<Blob> {
   const row = await db
     .prepare(
-      `UPDATE blobs SET encoding = ?2, stored_key = ?3, stored_size = ?4, stored_sha256 = ?5,
-         created_at = ?6, expires_at = MAX(expires_at, ?7)
+      `UPDATE blobs SET encoding = ?3, stored_key = ?4, stored_size = ?5, stored_sha256 = ?6,
+         created_at = ?7, expires_at = MAX(expires_at, ?8)
        WHERE sha256 = ?1 RETURNING *`,
     )
-    .bind(
-      blob.sha256,
-      blob.encoding,
-      blob.storedKey,
-      blob.storedSize,
-      blob.storedSha256,
-      blob.createdAt,
-      blob.expiresAt,
-    )
+    .bind(...blobValues(blob))
     .first<BlobRow>();
   return row ? toBlob(row) : upsertBlob(db, blob);
 }
