@@ -1,12 +1,10 @@
 import { createHash, randomBytes } from "node:crypto";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { partSizeFor } from "../../src/part-plan";
-import { prepareShim, relayEnv, runShim } from "../shim/run-shim";
-import { apiCall } from "../support/api-call";
-import { startRelay, type RunningRelay } from "../support/relay";
+import { relayEnv, runShim } from "../shim/run-shim";
+import { relaySuite } from "../support/relay-suite";
 
 const sha256 = (bytes: Uint8Array) => createHash("sha256").update(bytes).digest("hex");
 const MiB = 1024 * 1024;
@@ -19,41 +17,32 @@ const MiB = 1024 * 1024;
  * way the file ends verified or gone — never live with a hash nobody checked.
  */
 describe("verification across a relay crash", () => {
-  let relay: RunningRelay;
-  let dir: string;
-
-  beforeAll(async () => {
-    prepareShim();
-    // The sweep re-sends verifications pending longer than this; production waits 10 minutes.
-    relay = await startRelay({ vars: { VERIFY_RESEND_AFTER_SECONDS: "1" } });
-    dir = await mkdtemp(join(tmpdir(), "airlock-verify-restart-"));
-  });
-  afterAll(async () => {
-    await relay?.stop();
-    if (dir) await rm(dir, { recursive: true, force: true });
-  });
-
-  const api = (token: string, method: string, path: string, json?: unknown) =>
-    apiCall(relay.url, token, method, path, json);
+  // The sweep re-sends verifications pending longer than this; production waits 10 minutes.
+  const suite = relaySuite(
+    { vars: { VERIFY_RESEND_AFTER_SECONDS: "1" } },
+    "airlock-verify-restart-",
+  );
+  const { api } = suite;
 
   /** Restarts the relay, runs the sweep once the re-send delay passed, waits for `done`. */
   async function crashThenSettle(done: () => Promise<boolean>): Promise<void> {
-    await relay.crashAndRestart();
+    await suite.relay.crashAndRestart();
     await new Promise((resolve) => setTimeout(resolve, 1500));
-    await relay.runScheduled();
+    await suite.relay.runScheduled();
     const deadline = Date.now() + 90_000;
     while (!(await done())) {
-      if (Date.now() > deadline) throw new Error(`not settled:\n${relay.output().slice(-4000)}`);
+      if (Date.now() > deadline)
+        throw new Error(`not settled:\n${suite.relay.output().slice(-4000)}`);
       await new Promise((resolve) => setTimeout(resolve, 500));
     }
   }
 
   it("an honest multipart upload ends verified, served with its checked hash", async () => {
     const bytes = randomBytes(72 * MiB); // above the shim's 64 MiB multipart threshold
-    const path = join(dir, "big.bin");
+    const path = join(suite.dir, "big.bin");
     await writeFile(path, bytes);
-    const { token } = await relay.mintSession();
-    const sent = await runShim(["send", path, "--json"], { env: relayEnv(relay.url, token) });
+    const { token } = await suite.relay.mintSession();
+    const sent = await runShim(["send", path, "--json"], { env: relayEnv(suite.relay.url, token) });
     expect(sent.code, sent.stderr).toBe(0);
     const file = JSON.parse(sent.stdout) as { fileId: string; url: string; status: string };
     expect(file.status).toBe("pending");
@@ -81,7 +70,7 @@ describe("verification across a relay crash", () => {
     const claimed = sha256(randomBytes(32));
     const partSize = partSizeFor(stored.byteLength);
     const parts = [stored.subarray(0, partSize), stored.subarray(partSize)];
-    const { token } = await relay.mintSession();
+    const { token } = await suite.relay.mintSession();
     const declared = await api(token, "POST", "/v1/uploads", {
       name: "lie.bin",
       size: stored.byteLength,

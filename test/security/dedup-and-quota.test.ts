@@ -1,11 +1,10 @@
 import { createHash, randomBytes } from "node:crypto";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { prepareShim, relayEnv, runShim } from "../shim/run-shim";
-import { apiCall, type ApiAnswer } from "../support/api-call";
-import { startRelay, type RunningRelay } from "../support/relay";
+import { describe, expect, it } from "vitest";
+import { relayEnv, runShim } from "../shim/run-shim";
+import type { ApiAnswer } from "../support/api-call";
+import { relaySuite } from "../support/relay-suite";
 
 /**
  * A hash is not a key, and no sequence of calls stores more than a quota: the attacks of the
@@ -16,28 +15,18 @@ const sha256 = (bytes: Uint8Array) => createHash("sha256").update(bytes).digest(
 const UPLOAD_URL_TTL_SECONDS = 3;
 
 describe("dedup and quota, attacked with a second session", () => {
-  let relay: RunningRelay;
-  let dir: string;
-
-  beforeAll(async () => {
-    prepareShim();
-    relay = await startRelay({
-      vars: { UPLOAD_URL_TTL_SECONDS: String(UPLOAD_URL_TTL_SECONDS) },
-    });
-    dir = await mkdtemp(join(tmpdir(), "airlock-security-dedup-"));
-  });
-  afterAll(async () => {
-    await relay?.stop();
-    if (dir) await rm(dir, { recursive: true, force: true });
-  });
-
-  const api = (token: string, method: string, path: string, json?: unknown) =>
-    apiCall(relay.url, token, method, path, json);
+  const suite = relaySuite(
+    { vars: { UPLOAD_URL_TTL_SECONDS: String(UPLOAD_URL_TTL_SECONDS) } },
+    "airlock-security-dedup-",
+  );
+  const { api } = suite;
 
   async function sendWithShim(token: string, bytes: Uint8Array, name: string) {
-    const path = join(dir, `${Math.random().toString(36).slice(2)}-${name}`);
+    const path = join(suite.dir, `${Math.random().toString(36).slice(2)}-${name}`);
     await writeFile(path, bytes);
-    const result = await runShim(["send", path, "--json"], { env: relayEnv(relay.url, token) });
+    const result = await runShim(["send", path, "--json"], {
+      env: relayEnv(suite.relay.url, token),
+    });
     expect(result.code, result.stderr).toBe(0);
     return JSON.parse(result.stdout) as {
       fileId: string;
@@ -58,9 +47,9 @@ describe("dedup and quota, attacked with a second session", () => {
 
   it("a hash of someone else's file gets nothing: no bytes, no file, no existence bit", async () => {
     const secret = randomBytes(200_000);
-    const victim = await relay.mintSession({ owner: "victim" });
+    const victim = await suite.relay.mintSession({ owner: "victim" });
     const sent = await sendWithShim(victim.token, secret, "secret.bin");
-    const attacker = await relay.mintSession({ owner: "attacker" });
+    const attacker = await suite.relay.mintSession({ owner: "attacker" });
     const unknown = randomBytes(200_000);
 
     // The probe: the same answer for existing and non-existing content.
@@ -104,16 +93,16 @@ describe("dedup and quota, attacked with a second session", () => {
 
   it("dedups within an owner's sessions, never across owners, and not after a delete", async () => {
     const bytes = randomBytes(150_000);
-    const first = await relay.mintSession({ owner: "alice" });
+    const first = await suite.relay.mintSession({ owner: "alice" });
     const sent = await sendWithShim(first.token, bytes, "a.bin");
     expect(sent).toMatchObject({ deduped: false, uploadedBytes: bytes.byteLength });
 
-    const sibling = await relay.mintSession({ owner: "alice" });
+    const sibling = await suite.relay.mintSession({ owner: "alice" });
     expect(await sendWithShim(sibling.token, bytes, "a.bin")).toMatchObject({
       deduped: true,
       uploadedBytes: 0,
     });
-    const stranger = await relay.mintSession({ owner: "mallory" });
+    const stranger = await suite.relay.mintSession({ owner: "mallory" });
     const theirs = await sendWithShim(stranger.token, bytes, "a.bin");
     expect(theirs).toMatchObject({ deduped: false, uploadedBytes: bytes.byteLength });
     expect(sha256(new Uint8Array(await (await fetch(theirs.url)).arrayBuffer()))).toBe(
@@ -121,7 +110,7 @@ describe("dedup and quota, attacked with a second session", () => {
     );
 
     // A session without an owner is a scope of its own; a delete takes the file out of it.
-    const alone = await relay.mintSession();
+    const alone = await suite.relay.mintSession();
     const mine = await sendWithShim(alone.token, bytes, "b.bin");
     expect(mine.deduped).toBe(false);
     expect((await api(alone.token, "DELETE", `/v1/files/${mine.fileId}`)).status).toBe(200);
@@ -132,7 +121,7 @@ describe("dedup and quota, attacked with a second session", () => {
   });
 
   it("an upload completed after its URL expired is refused and stores nothing; resuming it re-checks the quota", async () => {
-    const { token } = await relay.mintSession({ quotaBytes: 10_000 });
+    const { token } = await suite.relay.mintSession({ quotaBytes: 10_000 });
     async function declareAndPut(bytes: Uint8Array) {
       const declared = await api(token, "POST", "/v1/uploads", {
         name: "q.bin",

@@ -21,7 +21,7 @@ afterAll(async () => {
 });
 
 const USAGE =
-  "airlock send <path>... [--to <platform:id>]... [--caption <text>] [--json] [--media-tag]";
+  "airlock send <path>... [--to <platform:id>]... [--caption <text>] [--wait] [--json] [--media-tag]";
 
 describe.each(RUNTIMES)("airlock send --to under $name", ({ node }) => {
   const ctx = sendAgainstFakeRelay(node, () => dir);
