@@ -7,7 +7,7 @@ import { newId } from "../ids";
 import type { UploadState } from "../wire-types";
 import { singlePutAnswer } from "./declare-upload";
 import { toFileRecord, type FileRecord } from "./file-record";
-import { assembleParts, isMultipart, multipartTarget, resumeMultipart } from "./multipart-upload";
+import { assembleParts, isMultipart, resumeMultipart } from "./multipart-upload";
 import { extendUpload } from "./extend-upload";
 import { rejectUpload } from "./reject-upload";
 import { adoptVerifiedContent, mayBeArchive, verifyUploadContent } from "./verify-upload";
@@ -42,10 +42,9 @@ export async function completeUpload(
   if (!upload || upload.sessionId !== session.id) throw new AppError("upload_not_found");
   if (upload.status === "completed") return existingFile(deps, upload, origin);
   if (upload.status === "rejected") throw new AppError("upload_rejected");
-  if (upload.expiresAt <= deps.now()) {
-    await giveUpExpired(deps, upload);
-    throw uploadExpired(upload);
-  }
+  // Its bytes stopped counting against the quota when its URL expired: renewing it (GET,
+  // within the quota) comes first. It is kept, not deleted, so that a renewal can finish it.
+  if (upload.expiresAt <= deps.now()) throw uploadExpired(upload);
   if (isMultipart(upload)) await assembleParts(deps, upload);
 
   const head = await store.head(upload.storedKey);
@@ -115,18 +114,11 @@ async function verifyNowOrQueue(deps: Deps, upload: Upload, file: FileRow): Prom
   return file;
 }
 
-async function giveUpExpired(deps: Deps, upload: Upload): Promise<void> {
-  if (isMultipart(upload)) {
-    await deps.store.abortMultipartUpload(multipartTarget(upload)).catch(() => {});
-  }
-  await rejectUpload(deps, upload);
-}
-
 function uploadExpired(upload: Upload): AppError {
   return new AppError(
     "upload_expired",
     `upload ${upload.id} expired at ${new Date(upload.expiresAt).toISOString()} before it was ` +
-      "completed; declare the file again",
+      `completed; renew it within the quota (GET /v1/uploads/${upload.id}) or declare the file again`,
   );
 }
 

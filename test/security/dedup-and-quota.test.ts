@@ -144,10 +144,18 @@ describe("dedup and quota, attacked with a second session", () => {
 
     const late = await api(token, "POST", `/v1/uploads/${first}/complete`);
     expect(late).toMatchObject({ status: 410, body: { error: { code: "upload_expired" } } });
-    expect(late.body.error?.message).toMatch(/expired at .* before it was completed/);
+    expect(late.body.error?.message).toMatch(/expired at .* before it was completed; renew it/);
     expect((await api(token, "POST", `/v1/uploads/${second}/complete`)).status).toBe(201);
     const files = (await api(token, "GET", "/v1/files")).body.files as { size: number }[];
     expect(files.reduce((sum, file) => sum + file.size, 0)).toBe(6000);
+    // Renewing the late one would put 12,000 bytes in a 10,000-byte quota: refused.
+    expect(await api(token, "GET", `/v1/uploads/${first}`)).toMatchObject({
+      status: 413,
+      body: { error: { code: "quota_exceeded" } },
+    });
+    expect(await api(token, "POST", `/v1/uploads/${first}/complete`)).toMatchObject({
+      status: 410,
+    });
 
     // An expired upload brought back by a resume must fit again: here it does not.
     await new Promise((resolve) => setTimeout(resolve, (UPLOAD_URL_TTL_SECONDS + 1) * 1000));
