@@ -1,4 +1,4 @@
-import { rehomeBlob, upsertBlob, type Blob } from "../db/blobs";
+import { findLiveBlob, rehomeBlob, upsertBlob, type Blob } from "../db/blobs";
 import { deleteFile, findFileIncludingDeleted, markFileVerified, type FileRow } from "../db/files";
 import { findUpload, type Upload } from "../db/uploads";
 import type { Deps } from "../deps";
@@ -9,8 +9,9 @@ import { storedBytesMatch } from "./original-bytes";
 import { deleteObjectIfUnused, rejectUpload } from "./reject-upload";
 
 /**
- * The verify queue's message: a file whose content waits to be checked (with the upload that
- * made it), or, without `uploadId`, a verified file that may be an archive to list once.
+ * The verify queue's message: a completed upload's file, to check if it is still pending
+ * and then to settle (one stored copy per content, an archive listed once); without
+ * `uploadId`, a file the relay stored itself (an attachment, a seed), to list if an archive.
  */
 export interface VerifyJob {
   fileId: string;
@@ -22,34 +23,34 @@ export interface VerifyQueue {
   send(job: VerifyJob): Promise<unknown>;
 }
 
-export type VerifyOutcome = "verified" | "rejected" | "listed" | "nothing_to_do";
+export type VerifyOutcome = "verified" | "rejected" | "settled" | "nothing_to_do";
 
 /**
- * The verify queue's consumer: checks a pending file's bytes once, then lists it if it is
- * an archive (the share page shows only that stored listing). Idempotent, so a message
- * delivered twice, or re-sent by the sweep after a lost one, does no harm. Throws when the
- * store could not be read; the queue then retries the message.
+ * The verify queue's consumer: checks a pending file's bytes once, then settles a verified
+ * one: its upload's object gives way to an older copy of the same content (the store keeps
+ * one), and an archive is listed for the share page. Settling runs here, never in the
+ * request, so no answer's timing tells whether other scopes hold the content. Idempotent,
+ * so a message delivered twice, or re-sent by the sweep after a lost one, does no harm.
+ * Throws when the store could not be read; the queue then retries the message.
  */
 export async function runVerifyJob(deps: Deps, job: VerifyJob): Promise<VerifyOutcome> {
-  const [upload, file] = await Promise.all([
+  const [upload, found] = await Promise.all([
     job.uploadId ? findUpload(deps.db, job.uploadId) : null,
     findFileIncludingDeleted(deps.db, job.fileId),
   ]);
-  if (!file || file.deletedAt != null) return "nothing_to_do";
-  if (file.verified) {
-    await recordArchiveListing(deps, file);
-    return "listed";
+  if (!found || found.deletedAt != null) return "nothing_to_do";
+  const ours = upload?.fileId === found.id && upload.status === "completed" ? upload : null;
+  let file = found;
+  let outcome: VerifyOutcome = "settled";
+  if (!file.verified) {
+    if (!ours) return "nothing_to_do";
+    if (!(await verifyUploadContent(deps, ours, file))) return "rejected";
+    file = { ...file, verified: true };
+    outcome = "verified";
   }
-  if (!upload || upload.fileId !== file.id || upload.status !== "completed") return "nothing_to_do";
-  return (await verifyUploadContent(deps, upload, file)) ? "verified" : "rejected";
-}
-
-/** Whether a verified file should be listed (on the queue): it says it is a tar or tar.gz. */
-export function mayBeArchive(file: Pick<FileRow, "name" | "contentType">): boolean {
-  return (
-    /\.(tar|tgz|tar\.gz)$/i.test(file.name) ||
-    /^application\/(gzip|x-gzip|x-tar|x-gtar)\b/i.test(file.contentType)
-  );
+  if (ours) file = await shareStoredCopy(deps, ours, file);
+  await recordArchiveListing(deps, file);
+  return outcome;
 }
 
 /**
@@ -58,7 +59,7 @@ export function mayBeArchive(file: Pick<FileRow, "name" | "contentType">): boole
  * SHA-256 of a gzip upload. Only then is the content recorded as a blob and the file
  * verified — until then it is nobody's dedup target and its hash is shown nowhere — so an
  * upload that lied about its hash is never handed to anyone else; a lie deletes the file
- * and its bytes. Throws when the store could not be read.
+ * and its bytes. Its cost depends on the upload alone. Throws when the store could not be read.
  */
 export async function verifyUploadContent(
   deps: Deps,
@@ -67,7 +68,7 @@ export async function verifyUploadContent(
 ): Promise<boolean> {
   const started = Date.now();
   if (await storedBytesMatch(deps.store, upload, upload.multipart !== null)) {
-    await recordArchiveListing(deps, await adoptVerifiedContent(deps, upload, file));
+    await recordVerified(deps, upload, file);
     logEvent("upload_verified", {
       uploadId: upload.id,
       fileId: file.id,
@@ -88,23 +89,40 @@ export async function verifyUploadContent(
 }
 
 /**
- * Makes an upload's verified bytes its file's content. Equal content is stored once: when
- * a blob of it exists already (any scope's) whose object will outlive the file, the file
- * moves onto that blob and the upload's own object goes; otherwise the upload's object
- * becomes the blob.
+ * Records an upload's bytes as verified content: the blob (kept as it is when one for this
+ * content exists) and the file, still on its upload's own object. One statement each,
+ * whatever other scopes hold.
  */
-export async function adoptVerifiedContent(
-  deps: Deps,
-  upload: Upload,
-  file: FileRow,
-): Promise<FileRow> {
-  const mine = blobOf(upload, file);
-  let blob = await upsertBlob(deps.db, mine);
-  if (blob.storedKey !== upload.storedKey && !(await outlives(deps, blob, file.expiresAt)))
-    blob = await rehomeBlob(deps.db, mine);
+export async function recordVerified(deps: Deps, upload: Upload, file: FileRow): Promise<void> {
+  await upsertBlob(deps.db, blobOf(upload, file));
+  await markFileVerified(deps.db, file.id, upload);
+}
+
+/**
+ * Equal content is stored once: when the content's blob is another object that will outlive
+ * the file, the file moves onto it and its upload's own object goes; when that object would
+ * not outlive it (or is gone), the blob moves onto the upload's object instead.
+ */
+async function shareStoredCopy(deps: Deps, upload: Upload, file: FileRow): Promise<FileRow> {
+  const blob = await findLiveBlob(deps.db, file.sha256, 0);
+  if (!blob || blob.storedKey === file.storedKey || file.storedKey !== upload.storedKey) {
+    return file;
+  }
+  if (!(await outlives(deps, blob, file.expiresAt))) {
+    await rehomeBlob(deps.db, blobOf(upload, file));
+    return file;
+  }
   await markFileVerified(deps.db, file.id, blob);
-  if (blob.storedKey !== upload.storedKey) await deleteObjectIfUnused(deps, upload);
-  return { ...file, verified: true, storedKey: blob.storedKey, encoding: blob.encoding };
+  await deleteObjectIfUnused(deps, upload);
+  return { ...file, storedKey: blob.storedKey, encoding: blob.encoding };
+}
+
+/** Whether a verified file should be listed (on the queue): it says it is a tar or tar.gz. */
+export function mayBeArchive(file: Pick<FileRow, "name" | "contentType">): boolean {
+  return (
+    /\.(tar|tgz|tar\.gz)$/i.test(file.name) ||
+    /^application\/(gzip|x-gzip|x-tar|x-gtar)\b/i.test(file.contentType)
+  );
 }
 
 /** True when a blob's object is there and the bucket's age rule keeps it past `until`. */
