@@ -62,6 +62,10 @@ usage_error() {
   exit 2
 }
 warn() { printf 'airlock: %s\n' "$1" >&2; }
+# not_here <what>: what the Node and Python shims do and this fallback does not (exit 2).
+not_here() {
+  usage_error "$1 is not supported by the POSIX shim; use the Node or Python shim (\$AIRLOCK_URL/shim/airlock.mjs or airlock.py)"
+}
 
 WORK=
 PARTIAL=
@@ -362,6 +366,13 @@ cmd_send() {
     ;;
   esac
   [ $# -ge 1 ] || usage_error "send needs a file; usage: airlock send <file>"
+  for arg in "$@"; do
+    case $arg in
+      --to | --to=* | --caption | --caption=* | --json | --wait | --media-tag)
+        not_here "send ${arg%%=*}"
+        ;;
+    esac
+  done
   [ $# -eq 1 ] || usage_error "the POSIX shim sends one file at a time; usage: airlock send <file>"
   file=$1
   case $file in -*) [ -e "$file" ] || usage_error "unknown option for send: $file" ;; esac
@@ -447,6 +458,7 @@ cmd_pull() {
         usage_text
         exit 0
         ;;
+      --json | --extract | --max-bytes | --max-bytes=*) not_here "pull ${1%%=*}" ;;
       *) usage_error "pull takes no argument $1; usage: airlock pull [--dir <dir>]" ;;
     esac
   done
@@ -561,6 +573,7 @@ case ${1:-} in
     ;;
   -h | --help | help) usage_text ;;
   -v | -V | --version) printf '%s\n' "$VERSION" ;;
+  get | ls | tool-schema) not_here "$1" ;;
   '') usage_error "a command is needed: send or pull (airlock --help)" ;;
   *) usage_error "unknown command: $1 (airlock --help)" ;;
 esac

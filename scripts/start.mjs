@@ -50,6 +50,8 @@ Mint a session token (the operator's step):
 
 Install the shim in a sandbox and send a file:
   curl -fsSL ${url}/shim/airlock.mjs -o /usr/local/bin/airlock && chmod +x /usr/local/bin/airlock
+  (an image with Python but no Node or curl:)
+  python3 -c "import urllib.request,sys; urllib.request.urlretrieve(sys.argv[1]+'/shim/airlock.py', '/usr/local/bin/airlock')" ${url} && chmod +x /usr/local/bin/airlock
   export AIRLOCK_URL=${url} AIRLOCK_TOKEN=<token from above>
   airlock send report.pdf
 

@@ -1,0 +1,2361 @@
+#!/usr/bin/env python3
+# airlock.py: the Python shim of Airlock, for sandboxes with Python but no Node (or curl).
+#
+#   python3 -c "import urllib.request,sys; urllib.request.urlretrieve(sys.argv[1]+'/shim/airlock.py', '/usr/local/bin/airlock')" "$AIRLOCK_URL" && chmod +x /usr/local/bin/airlock
+#
+# Python 3.8 or newer, standard library only. The same commands, output lines, JSON fields and
+# exit codes as the Node shim (/shim/airlock.mjs): send, get, pull, ls. Everything is streamed:
+# memory stays flat whatever the size of a file.
+import errno
+import hashlib
+import http.client
+import json
+import os
+import random
+import re
+import socket
+import stat
+import sys
+import threading
+import time
+import zlib
+from concurrent.futures import ThreadPoolExecutor
+from urllib.parse import quote, unquote, urlsplit
+
+VERSION = "0.0.0-dev"  # set by scripts/build-shim.mjs when the relay serves this file
+
+DEFAULT_ATTEMPTS = 5
+DEFAULT_RETRY_BASE_MS = 250
+RETRY_CAP_MS = 8000
+DEFAULT_PULL_DIR = "/workspace/uploads"
+GZIP_LEVEL = 1
+DEFAULT_UPLOAD_CONCURRENCY = 4
+SAMPLE_BYTES = 64 * 1024
+MIN_GZIP_BYTES = 1024
+MIN_GZIP_SAVING = 0.1
+CHUNK = 1024 * 1024
+IDLE_TIMEOUT_S = 60
+MAX_TEXT_BYTES = 64 * 1024
+MAX_LINE = 1000
+MAX_META_BYTES = 1024 * 1024
+DEFAULT_MAX_EXTRACT_BYTES = 10 * 1024 ** 3
+STATE_MAX_AGE_MS = 2 * 86400000
+WAIT_LIMIT_S = 30 * 60
+MiB = 1024 * 1024
+MIN_PART_BYTES = 8 * MiB
+MAX_PARTS = 10000
+MULTIPART_THRESHOLD_BYTES = 64 * MiB
+MAX_NAME_BYTES = 255
+MAX_EXTENSION_BYTES = 32
+ARCHIVE_TYPE = "application/gzip"
+USER_AGENT = "airlock-shim/%s python/%d.%d.%d" % ((VERSION,) + tuple(sys.version_info[:3]))
+
+USAGE = {
+    "send": "airlock send <path>... [--to <platform:id>]... [--caption <text>] [--wait] [--json] [--media-tag]",
+    "get": "airlock get <fileId|shareUrl> [-o <path>] [--extract] [--max-bytes <n>]",
+    "pull": "airlock pull [--dir <dir>] [--json] [--extract] [--max-bytes <n>] [--readonly]",
+    "ls": "airlock ls [--json]",
+    "global": "airlock <send|get|pull|ls> ... | airlock --help | airlock --version",
+}
+
+HELP = """airlock: move files between this sandbox and people, through an Airlock relay
+(the Python shim: the Node shim's commands but tool-schema)
+
+Usage
+  %(send)s
+  %(get)s
+  %(pull)s
+  %(ls)s
+  airlock --help | --version
+
+Commands
+  send    upload files (hashed, gzipped where it pays, deduplicated) and print each share URL;
+          a directory is sent as one <dir>.tar.gz (symlinks kept as links, modes and mtimes
+          kept); with --to, also deliver each file to those chats. Stored bytes over 64 MiB
+          go up in parts, several at once; a large send that failed or was killed resumes
+          when run again, sending only the parts the store does not hold yet
+  get     download a file by id or share URL, verifying its SHA-256, and print the path written
+  pull    write the files people sent to this sandbox into a directory, verified, never
+          overwriting (report.pdf, then "report (1).pdf"), and print a line per file:
+          [User uploaded: <name> (<size>) at <path>], <path> being exactly where it was
+          written. Names are cleaned first (last path component, no control or bidi
+          characters, never empty or dots, at most 255 bytes) and [ ] in a name become
+          ( ), so a line's only "]" is its last character. A file that cannot be pulled is
+          named on stderr (item id and name), stays in the inbox, and pull goes on with
+          the others, then exits 1
+  ls      list this session's files
+
+Options
+  --to <platform:id>   deliver to a chat: telegram:<chatId>, discord:<channelId>,
+                       slack:<channelId> or whatsapp:<wa_id> (the person's number, digits
+                       only); repeat for several (the session must allow each)
+  --caption <text>     caption for --to deliveries
+  --json               one JSON object per file per line on stdout
+  --wait               send: wait until the relay has verified each file (a large gzip or
+                       multipart upload is "status":"pending" until then, and not yet a
+                       dedup target); a file that fails the check fails the send
+  --media-tag          send prints MEDIA:<url> instead of the bare URL (with --json: before
+                       each JSON line), for gateways that route MEDIA: lines
+  -o, --output <path>  where get writes: a file, a directory, or - for stdout
+                       (default: the file's name in the current directory, never overwritten)
+  --extract            get, pull: extract a .tar.gz into a new directory named after it
+                       (in -o <dir> or --dir) instead of writing the archive; an archive
+                       with entries that would escape that directory is refused whole,
+                       as is one with an entry name that breaks the name rule (control or
+                       bidi characters, \\, over 255 bytes: refused, not cleaned) or pax
+                       or long-name headers over 1 MiB
+  --max-bytes <n>      get, pull --extract: refuse an archive holding more than <n> bytes
+                       of files (K, M, G, T: powers of 1024; default 10G); nothing of it
+                       is kept
+  --dir <dir>          where pull writes (default: $AIRLOCK_INBOX_DIR, else %(dir)s,
+                       created if missing)
+  --readonly           pull: leave each file written read-only (mode 0444; with --extract,
+                       every file in the extracted directory), e.g. configuration the
+                       agent must not change
+  -h, --help           show this help
+  -v, --version        show the version
+
+Environment
+  AIRLOCK_URL            the relay's base URL, e.g. https://airlock.example.com
+  AIRLOCK_TOKEN          this sandbox's session token
+  AIRLOCK_RETRIES        attempts per request before giving up (default 5)
+  AIRLOCK_RETRY_BASE_MS  first retry delay in milliseconds, doubled each time (default 250)
+  AIRLOCK_GZIP_LEVEL     gzip level 1-9 used when compressing pays (default 1)
+  AIRLOCK_UPLOAD_CONCURRENCY
+                         parts of a large upload in flight at once, 1-16 (default 4)
+
+Exit status: 0 success, 1 failure (a failed delivery or pulled file included: the
+others still go through), 2 usage or configuration error.""" % dict(USAGE, dir=DEFAULT_PULL_DIR)
+
+
+# ---------------------------------------------------------------------------------------------
+# Errors and output: every failure ends as one `airlock: <message>` line.
+
+
+class CliError(Exception):
+    def __init__(self, message, exit_code=1):
+        Exception.__init__(self, message)
+        self.message = message
+        self.exit_code = exit_code
+
+
+class UsageError(CliError):
+    def __init__(self, message):
+        CliError.__init__(self, message, 2)
+
+
+class RefusalError(CliError):
+    """A server's final answer refusing a request."""
+
+    def __init__(self, message, status, detail, body):
+        CliError.__init__(self, message)
+        self.status = status
+        self.detail = detail
+        self.body = body
+
+
+class UnavailableError(CliError):
+    """A service that stayed unreachable or failing through every retry."""
+
+
+class NetworkError(Exception):
+    def __init__(self, reason, transient):
+        Exception.__init__(self, reason)
+        self.reason = reason
+        self.transient = transient
+
+
+class RetryableStatus(Exception):
+    def __init__(self, status, detail, retry_after):
+        Exception.__init__(self, detail)
+        self.status = status
+        self.detail = detail
+        self.retry_after = retry_after
+
+
+FS_REASONS = {
+    errno.ENOENT: "no such file or directory",
+    errno.EACCES: "permission denied",
+    errno.EPERM: "operation not permitted",
+    errno.ENOTDIR: "not a directory",
+    errno.EISDIR: "is a directory",
+    errno.ELOOP: "too many levels of symbolic links",
+    errno.ENAMETOOLONG: "file name too long",
+    errno.EMFILE: "too many open files",
+    errno.ENOSPC: "no space left on device",
+    errno.EROFS: "read-only file system",
+    errno.EEXIST: "file already exists",
+    errno.EIO: "input/output error",
+}
+
+NETWORK_REASONS = {
+    errno.ECONNREFUSED: "connection refused",
+    errno.ECONNRESET: "connection reset",
+    errno.ETIMEDOUT: "timed out",
+    errno.EPIPE: "connection closed while sending",
+    errno.EHOSTUNREACH: "host unreachable",
+    errno.ENETUNREACH: "network unreachable",
+}
+TRANSIENT_ERRNOS = {errno.ECONNREFUSED, errno.ECONNRESET, errno.ETIMEDOUT, errno.EPIPE}
+
+
+def fs_error(verb, path, err):
+    reason = FS_REASONS.get(getattr(err, "errno", None)) or getattr(err, "strerror", None) or str(err)
+    return CliError("cannot %s %s: %s" % (verb, path, reason))
+
+
+def network_error(err):
+    """A failed connection as a NetworkError, saying whether another try may help."""
+    if isinstance(err, NetworkError):
+        return err
+    if isinstance(err, socket.timeout):
+        return NetworkError("timed out", True)
+    if isinstance(err, socket.gaierror):
+        temporary = err.errno == socket.EAI_AGAIN
+        return NetworkError("temporary DNS failure" if temporary else "host not found", temporary)
+    if isinstance(err, (http.client.RemoteDisconnected, http.client.IncompleteRead)):
+        return NetworkError("socket hang up", True)
+    code = getattr(err, "errno", None)
+    if code in NETWORK_REASONS:
+        return NetworkError(NETWORK_REASONS[code], code in TRANSIENT_ERRNOS)
+    if isinstance(err, (http.client.HTTPException, ConnectionError)):
+        return NetworkError("connection reset", True)
+    return NetworkError(getattr(err, "strerror", None) or str(err) or type(err).__name__, False)
+
+
+def _out(stream, line):
+    stream.buffer.write((line + "\n").encode("utf-8", "replace"))
+    stream.buffer.flush()
+
+
+def out(line):
+    """One line on stdout: a result."""
+    _out(sys.stdout, line)
+
+
+def note(line):
+    """One line on stderr: information."""
+    _out(sys.stderr, line)
+
+
+def one_line(text):
+    flat = re.sub("[\x00-\x1f\x7f]+", " ", text).strip()
+    return flat[: MAX_LINE - 1] + "\u2026" if len(flat) > MAX_LINE else flat
+
+
+def warn(message):
+    note("airlock: " + one_line(message))
+
+
+# ---------------------------------------------------------------------------------------------
+# The name rule (src/names.ts): names from people are cleaned, never refused.
+
+INVISIBLE = "[\x00-\x1f\x7f-\x9f\u200e\u200f\u2028-\u202e\u2066-\u2069]"
+JS_SPACE = " \t\n\v\f\r\u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
+
+
+def utf8_len(text):
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
+def truncate_utf8(text, max_bytes):
+    if utf8_len(text) <= max_bytes:
+        return text
+    kept, used = [], 0
+    for char in text:
+        used += utf8_len(char)
+        if used > max_bytes:
+            break
+        kept.append(char)
+    return "".join(kept)
+
+
+def numbered_name(name, n):
+    dot = name.rfind(".")
+    has_ext = dot > 0 and utf8_len(name[dot:]) <= MAX_EXTENSION_BYTES
+    stem = name[:dot] if has_ext else name
+    tail = (" (%d)" % n if n > 0 else "") + (name[dot:] if has_ext else "")
+    return truncate_utf8(stem, MAX_NAME_BYTES - utf8_len(tail)) + tail
+
+
+def clean_name(name, fallback):
+    name = re.sub("[\ud800-\udfff]", "\ufffd", name)
+    parts = [p.strip(JS_SPACE) for p in re.split(r"[/\\]", re.sub(INVISIBLE, "", name))]
+    parts = [p for p in parts if p != ""]
+    last = parts[-1] if parts else ""
+    return fallback if re.match(r"^\.*$", last) else numbered_name(last, 0)
+
+
+def name_problem(name):
+    if name == "":
+        return "must not be empty"
+    if re.search(r"[/\\]", name):
+        return "must not contain / or \\"
+    if re.search(INVISIBLE, name):
+        return "must not contain control or bidi-override characters"
+    if name in (".", ".."):
+        return 'must not be "." or ".."'
+    if re.match(r"^\.+$", name):
+        return "must not be dots only"
+    if name.strip(JS_SPACE) != name:
+        return "must not start or end with white space"
+    if utf8_len(name) > MAX_NAME_BYTES:
+        return "must be at most %d bytes" % MAX_NAME_BYTES
+    return None
+
+
+def pulled_name(name):
+    return clean_name(name, "file").replace("[", "(").replace("]", ")")
+
+
+def human_size(size):
+    if size < 1000:
+        return "%d B" % int(size + 0.5)
+    value, unit = float(size), "B"
+    for nxt in ("KB", "MB", "GB", "TB"):
+        if value < 1000:
+            break
+        value /= 1000
+        unit = nxt
+    return ("%.1f" % value if value < 10 else "%d" % int(value + 0.5)) + " " + unit
+
+
+def to_json(value):
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+# ---------------------------------------------------------------------------------------------
+# Arguments: strict, like Node's util.parseArgs.
+
+
+def parse_args(args, spec, usage):
+    """spec: long name -> (takes value, short letter or None, multiple). Returns (values, positionals)."""
+    shorts = dict((s[1], name) for name, s in spec.items() if s[1])
+    values, positionals = {}, []
+    i = 0
+
+    def bad(message):
+        raise UsageError("%s; usage: %s" % (message, usage))
+
+    def store(name, value):
+        if spec[name][2]:
+            values.setdefault(name, []).append(value)
+        else:
+            values[name] = value
+
+    while i < len(args):
+        arg = args[i]
+        i += 1
+        if arg == "--":
+            positionals.extend(args[i:])
+            break
+        if arg.startswith("--"):
+            name, eq, inline = arg[2:].partition("=")
+            if name not in spec:
+                bad("unknown option '--%s'" % name)
+            takes = spec[name][0]
+            shown = "-%s, --%s" % (spec[name][1], name) if spec[name][1] else "--" + name
+            if not takes:
+                if eq:
+                    bad("option '%s' does not take an argument" % shown)
+                store(name, True)
+            elif eq:
+                store(name, inline)
+            else:
+                if i >= len(args) or (args[i].startswith("-") and args[i] != "-"):
+                    bad("option '%s <value>' argument missing" % shown)
+                store(name, args[i])
+                i += 1
+        elif arg.startswith("-") and arg != "-":
+            letters = arg[1:]
+            while letters:
+                letter, letters = letters[0], letters[1:]
+                if letter not in shorts:
+                    bad("unknown option '-%s'" % letter)
+                name = shorts[letter]
+                shown = "-%s, --%s" % (letter, name)
+                if not spec[name][0]:
+                    store(name, True)
+                    continue
+                if letters:
+                    store(name, letters)
+                elif i >= len(args) or (args[i].startswith("-") and args[i] != "-"):
+                    bad("option '%s <value>' argument missing" % shown)
+                else:
+                    store(name, args[i])
+                    i += 1
+                break
+        else:
+            positionals.append(arg)
+    return values, positionals
+
+
+def integer_var(name, fallback, low, high):
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return fallback
+    try:
+        value = float(raw)
+    except ValueError:
+        value = None
+    if value is None or value != int(value) or value < low or value > high:
+        raise UsageError("%s must be an integer from %d to %d, not %s" % (name, low, high, raw))
+    return int(value)
+
+
+def relay_config():
+    raw = os.environ.get("AIRLOCK_URL", "").strip()
+    if not raw:
+        raise UsageError("AIRLOCK_URL is not set; set it to the relay's base URL")
+    try:
+        parts = urlsplit(raw)
+        parts.port  # noqa: B018 (a bad port raises)
+    except ValueError:
+        raise UsageError("AIRLOCK_URL is not a valid URL: " + raw)
+    if parts.scheme not in ("http", "https"):
+        if not parts.scheme or not re.match(r"^[A-Za-z][A-Za-z0-9+.-]*:", raw):
+            raise UsageError("AIRLOCK_URL is not a valid URL: " + raw)
+        raise UsageError("AIRLOCK_URL must be an http(s) URL: " + raw)
+    if not parts.netloc:
+        raise UsageError("AIRLOCK_URL is not a valid URL: " + raw)
+    token = os.environ.get("AIRLOCK_TOKEN", "").strip()
+    if not token:
+        raise UsageError("AIRLOCK_TOKEN is not set; set it to this sandbox's session token")
+    return raw.rstrip("/"), token
+
+
+class Policy(object):
+    def __init__(self):
+        self.attempts = integer_var("AIRLOCK_RETRIES", DEFAULT_ATTEMPTS, 1, 100)
+        self.base_ms = integer_var("AIRLOCK_RETRY_BASE_MS", DEFAULT_RETRY_BASE_MS, 0, 60000)
+
+
+def max_extract_bytes(option, usage):
+    if option is None:
+        return DEFAULT_MAX_EXTRACT_BYTES
+    units = {"": 1, "k": 1024, "m": 1024 ** 2, "g": 1024 ** 3, "t": 1024 ** 4}
+    match = re.match(r"^(\d+)\s*([kmgt]?)(?:i?b)?$", option.strip(), re.I)
+    value = int(match.group(1)) * units[match.group(2).lower()] if match else 0
+    if value <= 0 or value > 2 ** 53 - 1:
+        raise UsageError(
+            "--max-bytes needs a positive number of bytes (e.g. 500M, 20G), not %s; usage: %s"
+            % (to_json(option), usage)
+        )
+    return value
+
+
+# ---------------------------------------------------------------------------------------------
+# HTTP, with retries.
+
+
+def with_retry(policy, target, attempt, stop=None):
+    """Runs attempt() until it succeeds, retrying transient failures with full-jitter backoff."""
+    tries = 0
+    while True:
+        tries += 1
+        if stop is not None and stop.is_set():
+            raise CliError("stopped")
+        try:
+            return attempt()
+        except (NetworkError, RetryableStatus) as err:
+            transient = isinstance(err, RetryableStatus) or err.transient
+            if not transient or tries >= policy.attempts:
+                after = " (after %d attempt%s)" % (tries, "" if tries == 1 else "s") if transient else ""
+                if isinstance(err, NetworkError):
+                    raise UnavailableError(
+                        "cannot reach %s at %s: %s%s" % (target[0], target[1], err.reason, after)
+                    )
+                raise UnavailableError(
+                    "%s error during %s: %s%s" % (target[0], target[2], err.detail, after)
+                )
+            delay = getattr(err, "retry_after", None)
+            if delay is None:
+                delay = random.random() * min(RETRY_CAP_MS, policy.base_ms * 2 ** (tries - 1)) / 1000
+            time.sleep(delay)
+
+
+def open_request(method, url, headers, body=None, length=None):
+    """Sends a request and returns (connection, response) once the head arrives. `body` is
+    bytes, or an iterable of byte chunks whose total `length` is given."""
+    parts = urlsplit(url)
+    cls = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
+    conn = cls(parts.hostname, parts.port, timeout=IDLE_TIMEOUT_S)
+    path = parts.path or "/"
+    if parts.query:
+        path += "?" + parts.query
+    try:
+        conn.putrequest(method, path, skip_accept_encoding=True)
+        sent = dict((k.lower(), v) for k, v in headers.items())
+        sent.setdefault("user-agent", USER_AGENT)
+        if isinstance(body, bytes):
+            sent["content-length"] = str(len(body))
+        elif body is not None:
+            sent["content-length"] = str(length)
+        for key, value in sent.items():
+            conn.putheader(key, value)
+        conn.endheaders()
+        if isinstance(body, bytes):
+            conn.send(body)
+        elif body is not None:
+            for chunk in body:
+                conn.send(chunk)
+        return conn, conn.getresponse()
+    except (CliError, NetworkError):
+        conn.close()
+        raise
+    except (OSError, http.client.HTTPException) as err:
+        conn.close()
+        raise network_error(err)
+
+
+def read_text(res):
+    kept = []
+    size = 0
+    try:
+        while True:
+            chunk = res.read(CHUNK)
+            if not chunk:
+                break
+            if size < MAX_TEXT_BYTES:
+                kept.append(chunk)
+                size += len(chunk)
+    except (OSError, http.client.HTTPException) as err:
+        raise network_error(err)
+    return b"".join(kept)[:MAX_TEXT_BYTES].decode("utf-8", "replace")
+
+
+def error_body(text):
+    try:
+        parsed = json.loads(text)
+        err = parsed.get("error") if isinstance(parsed, dict) else None
+        if isinstance(err, dict) and isinstance(err.get("code"), str):
+            body = {"code": err["code"]}
+            if isinstance(err.get("message"), str):
+                body["message"] = err["message"]
+            return body
+    except ValueError:
+        pass
+    code = re.search(r"<Code>([^<]*)</Code>", text)
+    message = re.search(r"<Message>([^<]*)</Message>", text)
+    if code and code.group(1):
+        return {"code": code.group(1), "message": message.group(1) if message else None}
+    return {}
+
+
+def is_retryable_status(status):
+    return status == 429 or status >= 500
+
+
+def status_error(res, text, refused, retryable=None):
+    status = res.status
+    body = error_body(text)
+    if body.get("code"):
+        detail = "%s: %s" % (body["code"], body["message"]) if body.get("message") else body["code"]
+    else:
+        detail = ("HTTP %d %s" % (status, http.client.responses.get(status, ""))).strip()
+    ok = retryable(status, body.get("code")) if retryable else is_retryable_status(status)
+    if ok:
+        after = res.getheader("retry-after")
+        try:
+            delay = float(after) if after is not None else None
+        except ValueError:
+            delay = None
+        return RetryableStatus(status, detail, delay if delay is not None and delay >= 0 else None)
+    return RefusalError("%s: %s" % (refused, detail), status, detail, body)
+
+
+FINAL_CODES = ("delivery_failed", "platform_unreachable", "platform_not_configured")
+
+
+def relay_retryable(status, code):
+    if code in FINAL_CODES:
+        return False
+    if code == "delivery_in_progress":
+        return True
+    return is_retryable_status(status)
+
+
+def storage_retryable(status, code):
+    return is_retryable_status(status) or code == "RequestTimeout"
+
+
+class Relay(object):
+    def __init__(self, policy):
+        self.url, self.token = relay_config()
+        self.policy = policy
+
+    def call(self, method, path, action, payload=None, idempotency_key=None):
+        headers = {"authorization": "Bearer " + self.token, "accept": "application/json"}
+        if idempotency_key:
+            headers["idempotency-key"] = idempotency_key
+        body = None
+        if method != "GET":
+            body = b"" if payload is None else to_json(payload).encode("utf-8")
+            if payload is not None:
+                headers["content-type"] = "application/json"
+
+        def attempt():
+            conn, res = open_request(method, self.url + path, headers, body)
+            try:
+                text = read_text(res)
+            finally:
+                conn.close()
+            if 200 <= res.status < 300:
+                try:
+                    return json.loads(text)
+                except ValueError:
+                    raise CliError("relay answered the %s with something other than JSON" % action)
+            raise status_error(res, text, "relay refused " + action, relay_retryable)
+
+        return with_retry(self.policy, ("relay", self.url, action), attempt)
+
+    def declare(self, declaration):
+        action = "upload of " + declaration["name"]
+        answer = self.call("POST", "/v1/uploads", action, declaration)
+        if not isinstance(answer, dict) or answer.get("status") not in ("deduped", "missing", "upload", "multipart"):
+            raise CliError("relay gave an unexpected answer to the " + action)
+        return answer
+
+    def upload_state(self, upload_id, name):
+        action = "lookup of the upload of " + name
+        answer = self.call("GET", "/v1/uploads/" + quote(upload_id, safe=""), action)
+        if not isinstance(answer, dict) or answer.get("status") not in ("upload", "multipart", "completed"):
+            raise CliError("relay gave an unexpected answer to the " + action)
+        return answer
+
+    def complete(self, upload_id, name):
+        return self.call("POST", "/v1/uploads/%s/complete" % quote(upload_id, safe=""), "completing the upload of " + name)
+
+    def get_file(self, file_id):
+        return self.call("GET", "/v1/files/" + quote(file_id, safe=""), "lookup of file " + file_id)
+
+    def content_url(self, file_id):
+        return "%s/v1/files/%s/content" % (self.url, quote(file_id, safe=""))
+
+    def auth(self):
+        return {"authorization": "Bearer " + self.token}
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading a file: type sniffing, gzip where it pays, hashes and part digests.
+
+
+def _at(offset, sig):
+    sig = sig.encode("latin-1") if isinstance(sig, str) else bytes(sig)
+    return lambda s: s[offset : offset + len(sig)] == sig
+
+
+def _mpeg(s):
+    return len(s) >= 2 and s[0] == 0xFF and (s[1] & 0xE0) == 0xE0 and (s[1] & 0x06) != 0
+
+
+def _id3(s):
+    return s[:3] == b"ID3" and len(s) > 3 and 2 <= s[3] <= 4
+
+
+FORMATS = [
+    ("image/png", True, _at(0, [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A])),
+    ("image/jpeg", True, _at(0, [0xFF, 0xD8, 0xFF])),
+    ("image/gif", True, lambda s: s[:6] in (b"GIF87a", b"GIF89a")),
+    ("image/webp", True, lambda s: s[:4] == b"RIFF" and s[8:12] == b"WEBP"),
+    ("audio/wav", False, lambda s: s[:4] == b"RIFF" and s[8:12] == b"WAVE"),
+    ("application/pdf", False, _at(0, "%PDF-")),
+    ("application/zip", True, lambda s: s[:4] in (b"PK\x03\x04", b"PK\x05\x06")),
+    ("application/gzip", True, _at(0, [0x1F, 0x8B])),
+    ("video/quicktime", True, lambda s: s[4:8] == b"ftyp" and s[8:12] == b"qt  "),
+    ("video/mp4", True, _at(4, "ftyp")),
+    ("video/webm", True, lambda s: s[:4] == b"\x1a\x45\xdf\xa3" and b"webm" in s[:64]),
+    ("video/x-matroska", True, _at(0, [0x1A, 0x45, 0xDF, 0xA3])),
+    ("audio/ogg", True, _at(0, "OggS")),
+    ("audio/flac", True, _at(0, "fLaC")),
+    ("audio/mpeg", True, lambda s: _id3(s) or _mpeg(s)),
+    ("application/zstd", True, _at(0, [0x28, 0xB5, 0x2F, 0xFD])),
+    ("application/x-xz", True, _at(0, [0xFD, 0x37, 0x7A, 0x58, 0x5A, 0x00])),
+    ("application/x-bzip2", True, lambda s: s[:3] == b"BZh" and len(s) > 3 and 0x31 <= s[3] <= 0x39),
+    ("application/x-7z-compressed", True, _at(0, [0x37, 0x7A, 0xBC, 0xAF, 0x27, 0x1C])),
+]
+
+
+def sniff(sample, truncated):
+    for kind, compressed, matches in FORMATS:
+        if matches(sample):
+            return kind, compressed
+    if b"\x00" not in sample:
+        try:
+            import codecs
+
+            codecs.getincrementaldecoder("utf-8")("strict").decode(sample, final=not truncated)
+            return "text/plain; charset=utf-8", False
+        except UnicodeDecodeError:
+            pass
+    return "application/octet-stream", False
+
+
+def mtime_ms(info):
+    ns = info.st_mtime_ns
+    value = (ns // 10 ** 9) * 1e3 + (ns % 10 ** 9) / 1e6
+    return int(value) if value == int(value) else value
+
+
+def max_stored_size(size):
+    return size + -(-size // 1000) + 1024
+
+
+def part_size_for(size):
+    return max(MIN_PART_BYTES, -(-max_stored_size(size) // MAX_PARTS // MiB) * MiB)
+
+
+def part_count(stored_size, part_size):
+    return max(1, -(-stored_size // part_size))
+
+
+def digest_part_size(size, may_grow):
+    largest = max_stored_size(size) if may_grow else size
+    return part_size_for(size) if largest > MULTIPART_THRESHOLD_BYTES else None
+
+
+class Digests(object):
+    """SHA-256 and size of a byte stream, and optionally the SHA-256 of each part of it."""
+
+    def __init__(self, part_size=None):
+        self.hash = hashlib.sha256()
+        self.size = 0
+        self.part_size = part_size
+        self.parts = []
+        self.part = hashlib.sha256() if part_size else None
+        self.filled = 0
+
+    def update(self, chunk):
+        self.hash.update(chunk)
+        self.size += len(chunk)
+        if not self.part_size:
+            return
+        view = memoryview(chunk)
+        while len(view):
+            take = min(self.part_size - self.filled, len(view))
+            self.part.update(view[:take])
+            self.filled += take
+            view = view[take:]
+            if self.filled == self.part_size:
+                self._cut()
+
+    def _cut(self):
+        self.parts.append(self.part.hexdigest())
+        self.part = hashlib.sha256()
+        self.filled = 0
+
+    def finish_parts(self):
+        if self.part_size is None:
+            return None
+        if self.filled > 0 or not self.parts:
+            self._cut()
+        return self.parts
+
+
+def read_chunks(path, start=0, length=None):
+    """The bytes of a file in chunks; a failure to read is reported as such."""
+    try:
+        handle = open(path, "rb")
+    except OSError as err:
+        raise fs_error("read", path, err)
+    with handle:
+        try:
+            handle.seek(start)
+            left = length
+            while left is None or left > 0:
+                chunk = handle.read(CHUNK if left is None else min(CHUNK, left))
+                if not chunk:
+                    break
+                if left is not None:
+                    left -= len(chunk)
+                yield chunk
+        except OSError as err:
+            raise fs_error("read", path, err)
+
+
+def gzip_pays(size, sample, compressed, level):
+    if size < MIN_GZIP_BYTES or compressed:
+        return False
+    z = zlib.compressobj(level, zlib.DEFLATED, 31)
+    gzipped = len(z.compress(sample) + z.flush())
+    return gzipped <= len(sample) * (1 - MIN_GZIP_SAVING)
+
+
+TEMPS = set()
+
+
+def temp_path(directory, prefix, suffix):
+    path = os.path.join(directory, prefix + os.urandom(6).hex() + suffix)
+    TEMPS.add(path)
+    return path
+
+
+def release(path):
+    TEMPS.discard(path)
+    try:
+        if os.path.isdir(path) and not os.path.islink(path):
+            import shutil
+
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            os.unlink(path)
+    except OSError:
+        pass
+
+
+def tmpdir():
+    import tempfile
+
+    return tempfile.gettempdir()
+
+
+class Stored(object):
+    """The bytes to upload: the file itself, or a temp file (gzip, an archive)."""
+
+    def __init__(self, encoding, path, size, sha256, parts, temp):
+        self.encoding = encoding
+        self.path = path
+        self.size = size
+        self.sha256 = sha256
+        self.parts = parts
+        self.temp = temp
+
+    def dispose(self):
+        if self.temp:
+            release(self.path)
+
+
+def gzip_to_temp(path, level, part_size, abandon):
+    temp = temp_path(tmpdir(), "airlock-", ".gz")
+    digests = Digests(part_size)
+    try:
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as sink:
+            z = zlib.compressobj(level, zlib.DEFLATED, 31)
+            for chunk in read_chunks(path):
+                if abandon.is_set():
+                    raise CliError("abandoned")
+                data = z.compress(chunk)
+                if data:
+                    digests.update(data)
+                    sink.write(data)
+            data = z.flush()
+            digests.update(data)
+            sink.write(data)
+    except OSError as err:
+        release(temp)
+        raise fs_error("write temp file", temp, err)
+    except BaseException:
+        release(temp)
+        raise
+    return Stored("gzip", temp, digests.size, digests.hash.hexdigest(), digests.finish_parts(), True)
+
+
+def changed_while_sending(path):
+    return CliError("%s changed while it was being sent; send it again once it is complete" % path)
+
+
+class Background(object):
+    """Runs fn in a thread; result() returns its value or raises its error."""
+
+    def __init__(self, fn):
+        self.value = None
+        self.error = None
+        self.thread = threading.Thread(target=self._run, args=(fn,))
+        self.thread.daemon = True
+        self.thread.start()
+
+    def _run(self, fn):
+        try:
+            self.value = fn()
+        except BaseException as err:  # handed to result()
+            self.error = err
+
+    def result(self):
+        self.thread.join()
+        if self.error is not None:
+            raise self.error
+        return self.value
+
+
+# ---------------------------------------------------------------------------------------------
+# Uploads: one PUT, or parts several at once, saved so that a later send resumes.
+
+
+def upload_target(put_url, action):
+    parts = urlsplit(put_url)
+    origin = "%s://%s" % (parts.scheme, parts.netloc)
+    service = "relay" if "/v1/blob-uploads/" in parts.path else "storage"
+    return (service, origin + parts.path, action)
+
+
+def put_slice(put, path, start, length, sha256, label, which, policy, stop=None):
+    """PUTs `length` bytes of a file from `start`, checked against their digest on the way."""
+    target = upload_target(put["url"], "upload of " + which)
+    headers = dict(put.get("headers") or {})
+
+    def attempt():
+        digest = hashlib.sha256()
+        state = {"bytes": 0}
+
+        def body():
+            for chunk in read_chunks(path, start, length):
+                digest.update(chunk)
+                state["bytes"] += len(chunk)
+                yield chunk
+            if state["bytes"] != length or digest.hexdigest() != sha256:
+                raise changed_while_sending(label)
+
+        conn, res = open_request(put.get("method") or "PUT", put["url"], headers, body(), length)
+        try:
+            text = read_text(res)
+        finally:
+            conn.close()
+        if 200 <= res.status < 300:
+            return
+        raise status_error(res, text, "%s refused upload of %s" % (target[0], which), storage_retryable)
+
+    with_retry(policy, target, attempt, stop)
+
+
+def cache_dir():
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.environ.get("HOME") or os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "airlock")
+
+
+class UploadStates(object):
+    """Multipart uploads in progress, one small JSON file each in <cache>/airlock/uploads/."""
+
+    def __init__(self):
+        self.dir = os.path.join(cache_dir(), "uploads")
+
+    def file_for(self, key):
+        ident = to_json([key["relayUrl"], key["path"], key["size"], key["mtimeMs"]])
+        return os.path.join(self.dir, hashlib.sha256(ident.encode("utf-8")).hexdigest()[:32] + ".json")
+
+    def load(self, key):
+        try:
+            with open(self.file_for(key), "rb") as handle:
+                saved = json.loads(handle.read(1024 * 1024).decode("utf-8"))
+            created = parse_iso(saved.get("createdAt"))
+        except (OSError, ValueError, AttributeError):
+            return None
+        age = time.time() * 1000 - created if created is not None else -1
+        same = all(saved.get(k) == key[k] for k in ("relayUrl", "path", "size", "mtimeMs"))
+        if same and isinstance(saved.get("uploadId"), str) and 0 <= age < STATE_MAX_AGE_MS:
+            return saved
+        self.remove(key)
+        return None
+
+    def save(self, upload):
+        try:
+            os.makedirs(self.dir, 0o700, exist_ok=True)
+            temp = temp_path(self.dir, ".state-", ".json")
+            fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(to_json(upload).encode("utf-8"))
+            os.rename(temp, self.file_for(upload))
+            TEMPS.discard(temp)
+        except OSError:
+            return
+
+    def remove(self, key):
+        try:
+            os.unlink(self.file_for(key))
+        except OSError:
+            pass
+
+
+def parse_iso(text):
+    import calendar
+
+    match = re.match(r"^(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)(?:\.(\d+))?Z$", str(text))
+    if not match:
+        return None
+    fields = [int(x) for x in match.groups()[:6]]
+    frac = float("0." + match.group(7)) if match.group(7) else 0.0
+    return (calendar.timegm(tuple(fields) + (0, 0, 0)) + frac) * 1000
+
+
+def now_iso():
+    now = time.time()
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + ".%03dZ" % int(now % 1 * 1000)
+
+
+class Sender(object):
+    """How every file of one `send` goes up."""
+
+    def __init__(self, relay, policy):
+        self.relay = relay
+        self.policy = policy
+        self.concurrency = integer_var("AIRLOCK_UPLOAD_CONCURRENCY", DEFAULT_UPLOAD_CONCURRENCY, 1, 16)
+        self.level = integer_var("AIRLOCK_GZIP_LEVEL", GZIP_LEVEL, 1, 9)
+        self.states = UploadStates()
+
+    def send_stored(self, declaration, stored, source):
+        """Declares the stored form, stores the bytes and completes: (file, deduped, uploaded)."""
+        if declaration["storedSize"] > MULTIPART_THRESHOLD_BYTES:
+            return self.send_in_parts(declaration, stored, source)
+        answer = self.relay.declare(declaration)
+        if answer["status"] == "deduped":
+            return answer["file"], True, 0
+        return self.send_whole(declaration, stored, answer)
+
+    def send_whole(self, declaration, stored, answer):
+        name = declaration["name"]
+        if answer["status"] == "missing":
+            raise CliError("relay asked again how %s is stored" % name)
+        if answer["status"] != "upload":
+            raise CliError("relay gave an unexpected answer to the upload of " + name)
+        put_slice(answer["put"], stored.path, 0, stored.size, stored.sha256, name, name, self.policy)
+        return self.relay.complete(answer["uploadId"], name), False, stored.size
+
+    def send_in_parts(self, declaration, stored, source):
+        name, size, stored_size = declaration["name"], declaration["size"], declaration["storedSize"]
+        part_size = part_size_for(size)
+        digests = stored.parts
+        if digests is None or len(digests) != part_count(stored_size, part_size):
+            parts = Digests(part_size)
+            for chunk in read_chunks(stored.path):
+                parts.update(chunk)
+            digests = parts.finish_parts()
+        key = {"relayUrl": self.relay.url, "path": os.path.abspath(source[0]), "size": size, "mtimeMs": source[1]}
+        form = dict((k, declaration[k]) for k in ("sha256", "encoding", "storedSize", "storedSha256"))
+        upload = self.resumable(key, form, part_size, name)
+        if upload is not None and upload["status"] == "completed":
+            self.states.remove(key)
+            return upload["file"], False, 0
+        if upload is None:
+            asked = dict(declaration)
+            asked["partSha256"] = digests
+            answer = self.relay.declare(asked)
+            if answer["status"] == "deduped":
+                return answer["file"], True, 0
+            if answer["status"] != "multipart":
+                return self.send_whole(declaration, stored, answer)
+            upload = answer
+            saved = dict(key)
+            saved.update(form)
+            saved.update({"partSize": part_size, "uploadId": upload["uploadId"], "createdAt": now_iso()})
+            self.states.save(saved)
+        upload_id = upload["uploadId"]
+        uploaded = self.put_parts(upload, stored, part_size, digests, name)
+        try:
+            record = self.relay.complete(upload_id, name)
+        except RefusalError as err:
+            if err.body.get("code") != "upload_incomplete":
+                raise
+            now = self.relay.upload_state(upload_id, name)
+            if now["status"] == "completed":
+                record = now["file"]
+            elif now["status"] == "multipart":
+                uploaded += self.put_parts(now, stored, part_size, digests, name)
+                record = self.relay.complete(upload_id, name)
+            else:
+                raise
+        self.states.remove(key)
+        return record, False, uploaded
+
+    def resumable(self, key, form, part_size, name):
+        saved = self.states.load(key)
+        if saved is None:
+            return None
+        same = all(saved.get(k) == v for k, v in form.items()) and saved.get("partSize") == part_size
+        if same:
+            try:
+                state = self.relay.upload_state(saved["uploadId"], name)
+                if state["status"] == "completed":
+                    return state
+                if state["status"] == "multipart" and state.get("uploadId") == saved["uploadId"]:
+                    return state
+            except RefusalError:
+                pass
+        self.states.remove(key)
+        return None
+
+    def put_parts(self, upload, stored, part_size, digests, label):
+        count = len(digests)
+        mismatch = CliError("relay planned the parts of %s differently than airlock did" % label)
+        if upload.get("partSize") != part_size or upload.get("partCount") != count:
+            raise mismatch
+        seen = set()
+        for part in upload.get("parts") or []:
+            number = part.get("partNumber")
+            valid = isinstance(number, int) and 1 <= number <= count
+            if not valid or number in seen or not isinstance((part.get("put") or {}).get("url"), str):
+                raise mismatch
+            seen.add(number)
+        missing = sorted(upload.get("parts") or [], key=lambda p: p["partNumber"])
+        stop = threading.Event()
+        failure = []
+        lock = threading.Lock()
+        done = [0]
+
+        def one(part):
+            if stop.is_set():
+                return
+            number = part["partNumber"]
+            start = (number - 1) * part_size
+            length = min(part_size, stored.size - start)
+            which = "%s (part %d of %d)" % (label, number, count)
+            try:
+                put_slice(part["put"], stored.path, start, length, digests[number - 1], label, which, self.policy, stop)
+                with lock:
+                    done[0] += length
+            except BaseException as err:
+                with lock:
+                    if not stop.is_set():
+                        failure.append(err)
+                        stop.set()
+
+        if missing:
+            with ThreadPoolExecutor(max_workers=min(self.concurrency, len(missing))) as pool:
+                list(pool.map(one, missing))
+        if failure:
+            raise failure[0]
+        return done[0]
+
+
+# ---------------------------------------------------------------------------------------------
+# send
+
+
+DESTINATION = re.compile(r"^(telegram:-?\d+|discord:\d+|slack:[A-Z0-9]+|whatsapp:\d+)$")
+DESTINATION_SHAPES = "telegram:<chatId>, discord:<channelId>, slack:<channelId> or whatsapp:<wa_id>"
+
+
+def cmd_send(args):
+    spec = {
+        "to": (True, None, True),
+        "caption": (True, None, False),
+        "json": (False, None, False),
+        "wait": (False, None, False),
+        "media-tag": (False, None, False),
+        "help": (False, "h", False),
+    }
+    values, paths = parse_args(args, spec, USAGE["send"])
+    if values.get("help"):
+        return out(HELP)
+    if not paths:
+        raise UsageError("send needs at least one path; usage: " + USAGE["send"])
+    destinations = []
+    for to in values.get("to", []):
+        if to not in destinations:
+            destinations.append(to)
+    for to in destinations:
+        if not DESTINATION.match(to) or to.endswith("\n"):
+            raise UsageError("--to %s is not %s; usage: %s" % (to, DESTINATION_SHAPES, USAGE["send"]))
+    if values.get("caption") is not None and not destinations:
+        raise UsageError("--caption needs --to; usage: " + USAGE["send"])
+    policy = Policy()
+    relay = Relay(policy)
+    sender = Sender(relay, policy)
+    kinds = [(path, check_sendable(path)) for path in paths]
+    failed = False
+    for path, is_dir in kinds:
+        result = send_directory(path, sender) if is_dir else send_file(path, sender)
+        if result["status"] == "pending":
+            if values.get("wait"):
+                wait_verified(relay, result)
+                result["status"] = "verified"
+            else:
+                note("%s is still being verified by the relay (send --wait waits for it)" % result["name"])
+        if values.get("media-tag"):
+            out("MEDIA:" + result["url"])
+        elif not values.get("json"):
+            out(result["url"])
+        for to in destinations:
+            delivery = deliver(relay, result, to, values.get("caption"))
+            failed = failed or delivery.get("status") != "delivered"
+            result["deliveries"].append(delivery)
+        if values.get("json"):
+            out(to_json(result))
+    return 1 if failed else 0
+
+
+def check_sendable(path):
+    try:
+        info = os.stat(path)
+    except OSError as err:
+        raise fs_error("read", path, err)
+    if stat.S_ISDIR(info.st_mode):
+        try:
+            os.listdir(path)
+        except OSError as err:
+            raise fs_error("read", path, err)
+        return True
+    if not stat.S_ISREG(info.st_mode):
+        raise UsageError("%s is not a regular file or a directory" % path)
+    try:
+        open(path, "rb").close()
+    except OSError as err:
+        raise fs_error("read", path, err)
+    return False
+
+
+def result_of(record, deduped, uploaded):
+    return {
+        "fileId": record.get("fileId"),
+        "name": record.get("name"),
+        "size": record.get("size"),
+        "sha256": record.get("sha256"),
+        "url": record.get("url"),
+        "expiresAt": record.get("expiresAt"),
+        "status": "pending" if record.get("status") == "pending" else "verified",
+        "deduped": deduped,
+        "uploadedBytes": uploaded,
+        "deliveries": [],
+    }
+
+
+def send_file(path, sender):
+    relay = sender.relay
+    name = os.path.basename(path.rstrip("/")) or path
+    try:
+        with open(path, "rb") as handle:
+            info = os.fstat(handle.fileno())
+            sample = handle.read(min(SAMPLE_BYTES, info.st_size))
+    except OSError as err:
+        raise fs_error("read", path, err)
+    size, mtime = info.st_size, mtime_ms(info)
+    content_type, compressed = sniff(sample, size > len(sample))
+    pays = gzip_pays(size, sample, compressed, sender.level)
+    abandon = threading.Event()
+    gzipping = [None]
+
+    def start_gzip():
+        level, part_size = sender.level, digest_part_size(size, True)
+        gzipping[0] = Background(lambda: gzip_to_temp(path, level, part_size, abandon))
+
+    # gzip runs alongside the hash pass, in a thread (zlib and hashlib let go of the GIL).
+    if pays:
+        start_gzip()
+    stored = None
+    try:
+        digests = Digests(None if pays else digest_part_size(size, False))
+        for chunk in read_chunks(path):
+            digests.update(chunk)
+        sha256 = digests.hash.hexdigest()
+        original = {"name": name, "size": digests.size, "sha256": sha256, "contentType": content_type}
+        probe = relay.declare(original)
+        if probe["status"] == "deduped":
+            return result_of(probe["file"], True, 0)
+        if probe["status"] in ("upload", "multipart"):
+            raise CliError("relay asked to upload %s before knowing how it is stored" % name)
+        if pays:
+            stored = gzipping[0].result()
+        else:
+            stored = Stored("identity", path, digests.size, sha256, digests.finish_parts(), False)
+        try:
+            now = os.stat(path)
+        except OSError:
+            now = None
+        if digests.size != size or now is None or now.st_size != size or mtime_ms(now) != mtime:
+            raise changed_while_sending(path)
+        declaration = dict(original)
+        declaration.update({"encoding": stored.encoding, "storedSize": stored.size, "storedSha256": stored.sha256})
+        record, deduped, uploaded = sender.send_stored(declaration, stored, (path, mtime))
+        return result_of(record, deduped, uploaded)
+    finally:
+        abandon.set()
+        if stored is not None:
+            stored.dispose()
+        elif gzipping[0] is not None:
+            try:
+                gzipping[0].result().dispose()
+            except BaseException:
+                pass
+
+
+def send_directory(path, sender):
+    try:
+        mtime = mtime_ms(os.stat(path))
+    except OSError as err:
+        raise fs_error("read", path, err)
+    archive, files = archive_directory(path, sender.level)
+    try:
+        declaration = {
+            "name": archive_name(path),
+            "size": archive.size,
+            "sha256": archive.sha256,
+            "contentType": ARCHIVE_TYPE,
+            "encoding": "identity",
+            "storedSize": archive.size,
+            "storedSha256": archive.sha256,
+        }
+        record, deduped, uploaded = sender.send_stored(declaration, archive, (path, mtime))
+        result = result_of(record, deduped, uploaded)
+        result["archive"] = True
+        result["files"] = files
+        return result
+    finally:
+        archive.dispose()
+
+
+def deliver(relay, result, to, caption):
+    name = result["name"]
+    key = hashlib.sha256(to_json([result["fileId"], to, caption]).encode("utf-8")).hexdigest()
+    payload = {"to": to}
+    if caption is not None:
+        payload["caption"] = caption
+    try:
+        record = relay.call(
+            "POST",
+            "/v1/files/%s/deliveries" % quote(result["fileId"], safe=""),
+            "delivery of %s to %s" % (name, to),
+            payload,
+            key,
+        )
+        message_id = record.get("messageId")
+        if record.get("status") != "delivered" or not isinstance(message_id, str) or not message_id:
+            # Delivered means the platform acknowledged the message with an id; nothing less.
+            error = record.get("error")
+            if isinstance(error, str):
+                reason = error
+            elif record.get("status") == "delivered":
+                reason = "the platform gave no message id"
+            else:
+                reason = "it is %s" % record.get("status")
+            warn("delivery of %s to %s failed: %s" % (name, to, reason))
+            refused = dict(record)
+            refused.update({"status": "failed", "error": reason})
+            return refused
+        how = "native, %s" % record.get("method") if record.get("mode") == "native" else record.get("mode")
+        note("delivered %s to %s (%s)" % (name, to, how))
+        return record
+    except CliError as err:
+        refusal = err if isinstance(err, RefusalError) else None
+        warn("delivery of %s to %s failed: %s" % (name, to, refusal.detail if refusal else err.message))
+        error = {
+            "code": refusal.body.get("code") if refusal else None,
+            "message": (refusal.body.get("message") if refusal else None) or err.message,
+        }
+        return {"fileId": result["fileId"], "to": to, "status": "failed", "error": error}
+
+
+def wait_verified(relay, result):
+    started = time.time()
+    delay = 0.25
+    while time.time() - started < WAIT_LIMIT_S:
+        time.sleep(delay)
+        delay = min(delay * 2, 5)
+        try:
+            record = relay.get_file(result["fileId"])
+        except RefusalError as err:
+            if err.status == 404:
+                raise CliError(
+                    "%s failed the relay's check (its stored bytes were not the declared content) and was deleted"
+                    % result["name"]
+                )
+            raise
+        if record.get("status") != "pending":
+            return
+    raise CliError("%s was still being verified after 30 minutes; check it with ls" % result["name"])
+
+
+# ---------------------------------------------------------------------------------------------
+# Archives: a directory as a .tar.gz (ustar, pax headers where needed), and safe extraction.
+
+BLOCK = 512
+
+
+def padding(size):
+    return b"\x00" * ((BLOCK - size % BLOCK) % BLOCK)
+
+
+def fits_ustar(text):
+    return len(text.encode("utf-8", "surrogateescape")) <= 100 and re.match(r"^[\x20-\x7e]*$", text) is not None
+
+
+def ascii_fallback(text):
+    return re.sub(r"[^\x20-\x7e]", "_", text)[-100:]
+
+
+def pax_record(key, value):
+    rest = (" %s=%s\n" % (key, value)).encode("utf-8", "surrogateescape")
+    length = len(rest) + 1
+    while len(str(length)) + len(rest) != length:
+        length += 1
+    return str(length).encode("ascii") + rest
+
+
+def ustar_block(name, mode, size, mtime, flag, linkname):
+    block = bytearray(BLOCK)
+
+    def put(offset, length, data):
+        data = data[:length]
+        block[offset : offset + len(data)] = data
+
+    def octal(offset, length, value):
+        put(offset, length, (("%0" + str(length - 1) + "o") % value).encode("ascii") + b"\x00")
+
+    put(0, 100, name.encode("utf-8", "surrogateescape"))
+    octal(100, 8, mode & 0o7777)
+    octal(108, 8, 0)
+    octal(116, 8, 0)
+    octal(124, 12, size)
+    octal(136, 12, max(0, int(mtime)))
+    put(148, 8, b" " * 8)
+    put(156, 1, flag.encode("ascii"))
+    put(157, 100, linkname.encode("utf-8", "surrogateescape"))
+    put(257, 8, b"ustar\x0000")
+    put(148, 8, ("%06o" % sum(block)).encode("ascii") + b"\x00 ")
+    return bytes(block)
+
+
+MAX_USTAR_SIZE = 0o77777777777
+
+
+def encode_header(name, kind, mode, mtime, size=0, linkname=""):
+    flag = {"file": "0", "directory": "5", "symlink": "2"}[kind]
+    if kind == "directory":
+        name += "/"
+    pax = []
+    if not fits_ustar(name):
+        pax.append(("path", name))
+    if linkname and not fits_ustar(linkname):
+        pax.append(("linkpath", linkname))
+    if size > MAX_USTAR_SIZE:
+        pax.append(("size", str(size)))
+    main = ustar_block(
+        name if fits_ustar(name) else ascii_fallback(name),
+        mode,
+        0 if size > MAX_USTAR_SIZE else size,
+        mtime,
+        flag,
+        linkname if fits_ustar(linkname) else ascii_fallback(linkname),
+    )
+    if not pax:
+        return main
+    body = b"".join(pax_record(k, v) for k, v in pax)
+    head = ustar_block(ascii_fallback("PaxHeaders/" + name.rstrip("/").split("/")[-1]), 0o644, len(body), mtime, "x", "")
+    return head + body + padding(len(body)) + main
+
+
+def archive_name(path):
+    return clean_name(os.path.basename(os.path.abspath(path)), "archive") + ".tar.gz"
+
+
+def archive_directory(path, level):
+    """Packs a directory into <dir>.tar.gz in the temp directory, streaming; sorted, so the same
+    tree always makes the same bytes. Returns (Stored, regular files in it)."""
+    top = clean_name(os.path.basename(os.path.abspath(path)), "archive")
+    temp = temp_path(tmpdir(), "airlock-", ".tar.gz")
+    digests = Digests(None)
+    count = [0]
+    try:
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as sink:
+            z = zlib.compressobj(level, zlib.DEFLATED, 31)
+            held = []
+
+            def emit(data, force=False):
+                held.append(data)
+                if force or sum(len(x) for x in held) >= 64 * 1024:
+                    packed = z.compress(b"".join(held))
+                    del held[:]
+                    if packed:
+                        digests.update(packed)
+                        sink.write(packed)
+
+            try:
+                info = os.stat(path)
+            except OSError as err:
+                raise fs_error("read", path, err)
+            emit(encode_header(top, "directory", info.st_mode, info.st_mtime))
+            walk(path, top, emit, count)
+            emit(b"\x00" * (2 * BLOCK), True)
+            tail = z.flush()
+            digests.update(tail)
+            sink.write(tail)
+    except OSError as err:
+        release(temp)
+        raise fs_error("write temp file", temp, err)
+    except BaseException:
+        release(temp)
+        raise
+    return Stored("identity", temp, digests.size, digests.hash.hexdigest(), None, True), count[0]
+
+
+def walk(directory, prefix, emit, count):
+    try:
+        names = os.listdir(directory)
+    except OSError as err:
+        raise fs_error("read", directory, err)
+    for name in sorted(names, key=lambda n: os.fsencode(n)):
+        path = os.path.join(directory, name)
+        entry = prefix + "/" + name
+        try:
+            info = os.lstat(path)
+        except OSError as err:
+            raise fs_error("read", path, err)
+        mode, mtime = info.st_mode, int(info.st_mtime)
+        if stat.S_ISDIR(mode):
+            emit(encode_header(entry, "directory", mode, mtime))
+            walk(path, entry, emit, count)
+        elif stat.S_ISLNK(mode):
+            try:
+                target = os.readlink(path)
+            except OSError as err:
+                raise fs_error("read", path, err)
+            emit(encode_header(entry, "symlink", mode, mtime, 0, target))
+        elif stat.S_ISREG(mode):
+            size = info.st_size
+            emit(encode_header(entry, "file", mode, mtime, size))
+            sent = 0
+            for chunk in read_chunks(path, 0, size):
+                sent += len(chunk)
+                emit(chunk)
+            if sent != size:
+                raise changed_while_sending(path)
+            emit(padding(size))
+            count[0] += 1
+        else:
+            kind = "a socket" if stat.S_ISSOCK(mode) else "a FIFO" if stat.S_ISFIFO(mode) else (
+                "a device" if stat.S_ISBLK(mode) or stat.S_ISCHR(mode) else "a special file"
+            )
+            warn("skipped %s: %s cannot be archived" % (path, kind))
+
+
+class TarFormatError(Exception):
+    pass
+
+
+class Refusal(CliError):
+    def __init__(self, label, entry, reason):
+        CliError.__init__(self, "refusing to extract %s: %s %s; nothing was extracted" % (label, quoted(entry), reason))
+
+
+def quoted(name):
+    shown = name[:200] + "\u2026" if len(name) > 200 else name
+    text = json.dumps(shown, ensure_ascii=False)
+    return re.sub("[\u007f-\u009f\u200e\u200f\u2028-\u202e\u2066-\u2069]", lambda m: "\\u%04x" % ord(m.group(0)), text)
+
+
+def archive_stem(name):
+    match = re.match(r"^(.*)\.(?:tar\.gz|tgz)$", clean_name(name, ""), re.I | re.S)
+    return match.group(1) if match and match.group(1) else None
+
+
+class GunzipReader(object):
+    """Reads a .tar.gz as a stream of tar bytes, in bounded memory (concatenated members too)."""
+
+    def __init__(self, path, label):
+        self.handle = open(path, "rb")
+        self.z = zlib.decompressobj(31)
+        self.fed = False
+        self.tail = b""
+        self.buffer = bytearray()
+        self.ended = False
+
+    def fill(self):
+        while not self.buffer and not self.ended:
+            if self.tail:
+                data, self.tail = self.tail, b""
+            else:
+                data = self.handle.read(CHUNK)
+                if not data:
+                    if self.fed:
+                        raise TarFormatError("unexpected end of file")
+                    self.ended = True
+                    return
+            self.fed = True
+            try:
+                self.buffer += self.z.decompress(data, CHUNK)
+            except zlib.error:
+                raise TarFormatError("incorrect header check")
+            self.tail = self.z.unconsumed_tail
+            if self.z.eof:
+                rest = self.z.unused_data + self.tail or self.handle.read(CHUNK)
+                self.z = zlib.decompressobj(31)
+                self.fed = False
+                self.tail = b""
+                # Another gzip member follows, or the stream ends (what follows is ignored).
+                if rest[:2] == b"\x1f\x8b":
+                    self.tail = rest
+                else:
+                    self.ended = True
+
+    def read(self, n):
+        if not self.buffer:
+            self.fill()
+        data = bytes(self.buffer[:n])
+        del self.buffer[:n]
+        return data
+
+    def take(self, n, end_ok):
+        parts = []
+        left = n
+        while left > 0:
+            data = self.read(min(left, CHUNK))
+            if not data:
+                if end_ok and left == n:
+                    return None
+                raise TarFormatError("the archive ends in the middle of an entry")
+            parts.append(data)
+            left -= len(data)
+        return b"".join(parts)
+
+    def close(self):
+        self.handle.close()
+
+
+def parse_number(block, offset, length, what):
+    field = block[offset : offset + length]
+    if field[0] & 0x80:
+        if field[0] == 0xFF:
+            raise TarFormatError("negative %s in a tar header" % what)
+        value = field[0] & 0x7F
+        for byte in field[1:]:
+            value = value * 256 + byte
+        if value > 2 ** 53 - 1:
+            raise TarFormatError("%s too large in a tar header" % what)
+        return value
+    text = re.sub(r"[\x00 ].*$", "", field.decode("latin-1"), flags=re.S).strip()
+    if text == "":
+        return 0
+    if not re.match(r"^[0-7]+$", text):
+        raise TarFormatError("not a tar archive (bad %s field)" % what)
+    return int(text, 8)
+
+
+def c_string(data):
+    end = data.find(b"\x00")
+    return (data if end == -1 else data[:end]).decode("utf-8", "replace")
+
+
+def parse_header(block):
+    stored = parse_number(block, 148, 8, "checksum")
+    total = sum(block[:148]) + 8 * 0x20 + sum(block[156:])
+    if stored != total:
+        raise TarFormatError("not a tar archive, or a damaged one (bad header)")
+    flag = chr(block[156])
+    prefix = c_string(block[345:500]) if block[257:262] == b"ustar" else ""
+    base = c_string(block[0:100])
+    kind = {"0": "file", "\x00": "file", "7": "file", "5": "directory", "2": "symlink", "1": "hardlink"}.get(flag, "other")
+    return {
+        "name": prefix + "/" + base if prefix else base,
+        "type": kind,
+        "flag": flag,
+        "mode": parse_number(block, 100, 8, "mode"),
+        "size": parse_number(block, 124, 12, "size"),
+        "mtime": parse_number(block, 136, 12, "mtime"),
+        "linkname": c_string(block[157:257]),
+    }
+
+
+def parse_pax(body):
+    result = {}
+    at = 0
+    while at < len(body):
+        space = body.find(b" ", at)
+        if space == -1:
+            break
+        try:
+            length = int(body[at:space].decode("latin-1"))
+        except ValueError:
+            length = 0
+        if length <= 0 or at + length > len(body):
+            raise TarFormatError("bad pax header in the archive")
+        record = body[space + 1 : at + length - 1].decode("utf-8", "replace")
+        key, eq, value = record.partition("=")
+        if eq and key:
+            result[key] = value
+        at += length
+    return result
+
+
+def next_entry(reader):
+    overrides = {}
+    meta = 0
+    while True:
+        block = reader.take(BLOCK, True)
+        if block is None or not block.strip(b"\x00"):
+            return None
+        header = parse_header(block)
+        if header["flag"] in ("x", "g", "L", "K"):
+            meta += header["size"]
+            if meta > MAX_META_BYTES:
+                raise TarFormatError("pax or GNU long-name headers over 1 MiB for one entry")
+            body = reader.take(header["size"], False) or b""
+            reader.take(len(padding(header["size"])), False)
+            if header["flag"] == "x":
+                overrides.update(parse_pax(body))
+            elif header["flag"] == "L":
+                overrides["path"] = c_string(body)
+            elif header["flag"] == "K":
+                overrides["linkpath"] = c_string(body)
+            continue
+        if "path" in overrides:
+            header["name"] = overrides["path"]
+        if "linkpath" in overrides:
+            header["linkname"] = overrides["linkpath"]
+        if "size" in overrides:
+            if not re.match(r"^\d+$", overrides["size"]):
+                raise TarFormatError("bad size in a pax header")
+            header["size"] = int(overrides["size"])
+        if "mtime" in overrides:
+            try:
+                header["mtime"] = int(float(overrides["mtime"]) // 1)
+            except ValueError:
+                pass
+        if header["type"] in ("symlink", "hardlink"):
+            header["size"] = 0
+        return header
+
+
+def skip(reader, size):
+    left = size + len(padding(size))
+    while left > 0:
+        data = reader.read(min(left, CHUNK))
+        if not data:
+            raise TarFormatError("the archive ends in the middle of an entry")
+        left -= len(data)
+
+
+def relative_name(name, refuse):
+    if name.startswith("/"):
+        raise refuse("is an absolute path")
+    if "\x00" in name:
+        raise refuse("has a NUL in its name")
+    parts = [p for p in name.split("/") if p not in ("", ".")]
+    if ".." in parts:
+        raise refuse("has a .. component")
+    for part in parts:
+        problem = name_problem(part)
+        if problem is not None:
+            raise refuse("is not a clean name: each part " + problem)
+    return "/".join(parts)
+
+
+def check_link_target(target, refuse):
+    for part in target.split("/"):
+        if part in ("", ".", ".."):
+            continue
+        problem = name_problem(part)
+        if problem is not None:
+            raise refuse("links to a target that is not clean: each part " + problem)
+
+
+def directory_mode(mode):
+    return (mode & 0o777) | 0o700
+
+
+def inside(root, path):
+    return path == root or path.startswith(root + os.sep)
+
+
+def resolve_inside(root, start, target, depth):
+    if depth > 40 or target.startswith("/"):
+        return None
+    current = start
+    for part in target.split("/"):
+        if part in ("", "."):
+            continue
+        if part == "..":
+            current = os.path.dirname(current)
+            if not inside(root, current):
+                return None
+            continue
+        following = os.path.join(current, part)
+        if os.path.islink(following):
+            current = resolve_inside(root, current, os.readlink(following), depth + 1)
+            if current is None:
+                return None
+        else:
+            current = following
+    return current
+
+
+def unpack(archive, label, work, max_bytes):
+    kinds = {}
+    dirs = {}
+    links = []
+    files = 0
+    total = 0
+    reader = GunzipReader(archive, label)
+    try:
+        while True:
+            entry = next_entry(reader)
+            if entry is None:
+                break
+            refuse = (lambda e: lambda reason: Refusal(label, e["name"], reason))(entry)
+            rel = relative_name(entry["name"], refuse)
+            if entry["type"] == "other":
+                warn(
+                    "skipped %s in %s: entries of type %s are not extracted"
+                    % (quoted(entry["name"]), label, quoted(entry["flag"]))
+                )
+                skip(reader, entry["size"])
+                continue
+            if rel == "":
+                skip(reader, entry["size"])
+                continue
+            parts = rel.split("/")
+            for i in range(1, len(parts)):
+                parent = "/".join(parts[:i])
+                kind = kinds.get(parent)
+                if kind == "symlink":
+                    raise refuse("goes through the symbolic link " + parent)
+                if kind is not None and kind != "directory":
+                    raise refuse("goes through the file " + parent)
+                if kind is None:
+                    kinds[parent] = "directory"
+                    dirs[parent] = (0o755, None)
+            existing = kinds.get(rel)
+            if existing is not None and not (existing == "directory" and entry["type"] == "directory"):
+                raise refuse("appears twice in the archive")
+            kinds[rel] = entry["type"]
+            path = os.path.join(work, rel)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            if entry["type"] == "directory":
+                os.makedirs(path, exist_ok=True)
+                dirs[rel] = (directory_mode(entry["mode"]), entry["mtime"])
+                skip(reader, entry["size"])
+                continue
+            if entry["type"] == "symlink":
+                target = entry["linkname"]
+                check_link_target(target, refuse)
+                if target == "" or target.startswith("/"):
+                    raise refuse("links to an absolute path (%s)" % target)
+                if not inside(work, os.path.normpath(os.path.join(os.path.dirname(path), target))):
+                    raise refuse("links outside the archive (%s)" % target)
+                links.append((rel, target, entry["mtime"]))
+                continue
+            if entry["type"] == "hardlink":
+                target_rel = relative_name(
+                    entry["linkname"], lambda reason: refuse("is a hard link whose target " + reason)
+                )
+                if kinds.get(target_rel) != "file":
+                    raise refuse("is a hard link to %s, not a regular file earlier in the archive" % target_rel)
+                os.link(os.path.join(work, target_rel), path)
+                files += 1
+                continue
+            total += entry["size"]
+            if total > max_bytes:
+                raise refuse("takes the archive over %d bytes extracted (raise it with --max-bytes)" % max_bytes)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+            with os.fdopen(fd, "wb") as sink:
+                left = entry["size"]
+                while left > 0:
+                    data = reader.read(min(left, CHUNK))
+                    if not data:
+                        raise TarFormatError("the archive ends in the middle of an entry")
+                    sink.write(data)
+                    left -= len(data)
+            reader.take(len(padding(entry["size"])), False)
+            os.chmod(path, entry["mode"] & 0o777)
+            os.utime(path, (entry["mtime"], entry["mtime"]))
+            files += 1
+    except CliError:
+        raise
+    except TarFormatError as err:
+        raise CliError("cannot extract %s: %s" % (label, err))
+    except OSError as err:
+        raise fs_error("extract", label, err)
+    finally:
+        reader.close()
+    for rel, target, mtime in links:
+        path = os.path.join(work, rel)
+        os.symlink(target, path)
+        try:
+            os.utime(path, (mtime, mtime), follow_symlinks=False)
+        except (OSError, NotImplementedError):
+            pass
+    return files, dirs, [(rel, target) for rel, target, _ in links]
+
+
+def extract_archive(archive, label, directory, stem, numbered, max_bytes):
+    """Extracts into a new directory `stem` in `directory` (numbered when taken, if allowed), by
+    way of a temp dir renamed into place once everything is there: a refusal leaves nothing."""
+    directory = os.path.abspath(directory)
+    try:
+        os.makedirs(directory, exist_ok=True)
+    except OSError as err:
+        raise fs_error("create directory", directory, err)
+    if not numbered and os.path.lexists(os.path.join(directory, stem)):
+        raise CliError("%s already exists; extract elsewhere with -o <dir>" % os.path.join(directory, stem))
+    work = temp_path(directory, ".airlock-", ".extract")
+    try:
+        try:
+            os.mkdir(work, 0o700)
+        except OSError as err:
+            raise fs_error("create directory", work, err)
+        files, dirs, links = unpack(archive, label, work, max_bytes)
+        tops = os.listdir(work)
+        single = len(tops) == 1 and tops[0] in dirs
+        content = os.path.join(work, tops[0]) if single else work
+        root_meta = dirs[tops[0]] if single else (0o755, None)
+        for rel, target in links:
+            if resolve_inside(content, os.path.dirname(os.path.join(work, rel)), target, 0) is None:
+                raise Refusal(label, rel, "links outside the archive (%s)" % target)
+        for rel, meta in sorted(dirs.items(), key=lambda item: -len(item[0].split("/"))):
+            if single and rel == tops[0]:
+                continue
+            os.chmod(os.path.join(work, rel), meta[0])
+            if meta[1] is not None:
+                os.utime(os.path.join(work, rel), (meta[1], meta[1]))
+        path = claim_dir(content, directory, stem, numbered)
+        os.chmod(path, directory_mode(root_meta[0]))
+        if root_meta[1] is not None:
+            os.utime(path, (root_meta[1], root_meta[1]))
+        return path, files
+    except OSError as err:
+        raise fs_error("extract", label, err)
+    finally:
+        release(work)
+
+
+def claim_dir(content, directory, name, numbered):
+    for n in range(0, 10001 if numbered else 1):
+        path = os.path.join(directory, numbered_name(name, n))
+        try:
+            os.mkdir(path)
+        except FileExistsError:
+            if not numbered:
+                raise CliError("%s already exists; extract elsewhere with -o <dir>" % path)
+            continue
+        except OSError as err:
+            raise fs_error("create directory", path, err)
+        try:
+            os.rename(content, path)
+            return path
+        except OSError as err:
+            try:
+                os.rmdir(path)
+            except OSError:
+                pass
+            raise fs_error("write", path, err)
+    raise CliError("cannot extract %s in %s: too many directories by that name" % (name, directory))
+
+
+# ---------------------------------------------------------------------------------------------
+# Downloads: streamed to a temp file next to the destination, verified, then named.
+
+
+def disposition_name(header):
+    if not header:
+        return None
+    extended = re.search(r"filename\*\s*=\s*([^']*)'[^']*'([^;]+)", header, re.I)
+    if extended and extended.group(1).strip().lower() == "utf-8":
+        try:
+            return unquote(extended.group(2).strip(), errors="strict")
+        except UnicodeDecodeError:
+            pass
+    plain = re.search(r'filename\s*=\s*"((?:[^"\\]|\\.)*)"', header, re.I)
+    if plain:
+        return re.sub(r"\\(.)", r"\1", plain.group(1))
+    bare = re.search(r"filename\s*=\s*([^;\s]+)", header, re.I)
+    return bare.group(1) if bare else None
+
+
+def etag_sha256(res):
+    match = re.match(r'^(?:W/)?"([0-9a-fA-F]{64})"$', res.getheader("etag") or "")
+    return match.group(1).lower() if match else None
+
+
+def keep_temp(temp, directory, name, numbered):
+    """Gives a finished temp file its name without ever replacing a file."""
+    for n in range(0, 10001 if numbered else 1):
+        path = os.path.normpath(os.path.join(directory, numbered_name(name, n)))
+        try:
+            try:
+                os.link(temp, path)
+            except OSError as err:
+                if err.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.ENOSYS, errno.EXDEV):
+                    raise
+                os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
+                os.rename(temp, path)
+            release(temp)
+            return path
+        except FileExistsError:
+            if not numbered:
+                raise CliError("%s already exists; name it with -o to overwrite it" % path)
+        except OSError as err:
+            raise fs_error("write", path, err)
+    raise CliError("cannot write %s in %s: too many files by that name" % (name, directory))
+
+
+def download(url, headers, target, name, sha256, output, policy):
+    """output: ("stdout",) | ("path", path) | ("dir", dir, numbered). Returns (path, name, size)."""
+    known = sha256.lower() if sha256 else None
+
+    def attempt():
+        conn, res = open_request("GET", url, headers)
+        try:
+            if res.status != 200:
+                raise status_error(res, read_text(res), "%s refused %s" % (target[0], target[2]))
+            etag = etag_sha256(res)
+            if etag and known and etag != known:
+                raise CliError("the %s is corrupt: its ETag does not match the expected SHA-256" % target[2])
+            expected = etag or known
+            if not expected:
+                raise CliError("%s sent no ETag to verify the %s against" % (target[0], target[2]))
+            what = "the ETag" if etag else "the expected SHA-256"
+            corrupt = CliError("the %s is corrupt: its SHA-256 does not match %s" % (target[2], what))
+            got = name or disposition_name(res.getheader("content-disposition")) or "download"
+            length = res.getheader("content-length")
+            length = int(length) if length and length.isdigit() else None
+            if output[0] == "stdout":
+                return receive_stdout(res, expected, corrupt, length, got)
+            directory = output[1] if output[0] == "dir" else os.path.dirname(os.path.abspath(output[1]))
+            if output[0] == "dir" and not output[2]:
+                refuse_existing(os.path.normpath(os.path.join(directory, clean_name(got, "file"))))
+            temp = temp_path(directory, ".airlock-", ".part")
+            try:
+                size = receive_file(res, temp, expected, corrupt, length)
+                if output[0] == "path":
+                    os.rename(temp, output[1])
+                    TEMPS.discard(temp)
+                    return output[1], got, size
+                return keep_temp(temp, directory, clean_name(got, "file"), output[2]), got, size
+            except OSError as err:
+                raise fs_error("write", output[1] if output[0] == "path" else os.path.join(directory, got), err)
+            finally:
+                release(temp)
+        finally:
+            conn.close()
+
+    return with_retry(policy, target, attempt)
+
+
+def refuse_existing(path):
+    if os.path.lexists(path):
+        raise CliError("%s already exists; name it with -o to overwrite it" % path)
+
+
+def receive_file(res, temp, expected, corrupt, length):
+    digest = hashlib.sha256()
+    size = 0
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    with os.fdopen(fd, "wb") as sink:
+        while True:
+            try:
+                chunk = res.read(CHUNK)
+            except (OSError, http.client.HTTPException) as err:
+                raise network_error(err)
+            if not chunk:
+                break
+            size += len(chunk)
+            if length is not None and size > length:
+                raise corrupt
+            digest.update(chunk)
+            sink.write(chunk)
+    if (length is not None and size != length) or digest.hexdigest() != expected:
+        if length is not None and size < length:
+            raise NetworkError("socket hang up", True)
+        raise corrupt
+    return size
+
+
+def receive_stdout(res, expected, corrupt, length, name):
+    digest = hashlib.sha256()
+    size = 0
+    while True:
+        try:
+            chunk = res.read(CHUNK)
+        except (OSError, http.client.HTTPException) as err:
+            if size == 0:
+                raise network_error(err)
+            raise CliError("connection lost while writing %s to stdout: %s" % (name, network_error(err).reason))
+        if not chunk:
+            break
+        size += len(chunk)
+        digest.update(chunk)
+        sys.stdout.buffer.write(chunk)
+    sys.stdout.buffer.flush()
+    if (length is not None and size != length) or digest.hexdigest() != expected:
+        raise corrupt
+    return "-", name, size
+
+
+# ---------------------------------------------------------------------------------------------
+# get, pull, ls
+
+
+def cmd_get(args):
+    spec = {
+        "output": (True, "o", False),
+        "extract": (False, None, False),
+        "max-bytes": (True, None, False),
+        "help": (False, "h", False),
+    }
+    values, positionals = parse_args(args, spec, USAGE["get"])
+    if values.get("help"):
+        return out(HELP)
+    if len(positionals) != 1:
+        raise UsageError("get takes exactly one file id or share URL; usage: " + USAGE["get"])
+    ref = positionals[0]
+    option = values.get("output")
+    if values.get("extract") and option == "-":
+        raise UsageError("--extract needs a directory, not stdout; usage: " + USAGE["get"])
+    if values.get("max-bytes") is not None and not values.get("extract"):
+        raise UsageError("--max-bytes limits --extract; usage: " + USAGE["get"])
+    max_bytes = max_extract_bytes(values.get("max-bytes"), USAGE["get"])
+    policy = Policy()
+    if re.match(r"^https?://", ref, re.I):
+        source = share_source(ref)
+    else:
+        relay = Relay(policy)
+        record = relay.get_file(ref)
+        action = "download of " + clean_name(record.get("name") or "", "the file")
+        source = (relay.content_url(ref), relay.auth(), ("relay", relay.url, action), record.get("name"), record.get("sha256"))
+    url, headers, target, name, sha256 = source
+    if values.get("extract"):
+        return out(get_extracted(source, option or ".", policy, max_bytes))
+    if option == "-":
+        path, got, _ = download(url, headers, target, name, sha256, ("stdout",), policy)
+        note("wrote %s to stdout" % clean_name(got, "the file"))
+        return 0
+    if option is None or os.path.isdir(option):
+        output = ("dir", option or ".", False)
+    else:
+        output = ("path", option)
+    path, _, _ = download(url, headers, target, name, sha256, output, policy)
+    out(path)
+    return 0
+
+
+def share_source(link):
+    parts = urlsplit(link)
+    if not parts.netloc:
+        raise UsageError("not a valid share URL: " + link)
+    if not re.search(r"/d/[^/]+$", parts.path):
+        raise UsageError("not a share URL (expected \u2026/d/<token>): " + link)
+    origin = "%s://%s" % (parts.scheme.lower(), parts.netloc)
+    return (link, {}, ("relay", origin, "download of the shared file"), None, None)
+
+
+def not_an_archive(name):
+    return CliError("%s is not a .tar.gz archive; get it without --extract" % clean_name(name, "the file"))
+
+
+def get_extracted(source, option, policy, max_bytes):
+    url, headers, target, name, sha256 = source
+    if name is not None and archive_stem(name) is None:
+        raise not_an_archive(name)
+    directory = os.path.abspath(option)
+    try:
+        os.makedirs(directory, exist_ok=True)
+    except OSError as err:
+        raise fs_error("create directory", option, err)
+    temp = temp_path(directory, ".airlock-", ".tar.gz")
+    try:
+        _, got, _ = download(url, headers, target, name, sha256, ("path", temp), policy)
+        stem = archive_stem(got)
+        if stem is None:
+            raise not_an_archive(got)
+        return extract_archive(temp, clean_name(got, "the archive"), directory, stem, False, max_bytes)[0]
+    finally:
+        release(temp)
+
+
+def cmd_pull(args):
+    spec = {
+        "dir": (True, None, False),
+        "json": (False, None, False),
+        "extract": (False, None, False),
+        "max-bytes": (True, None, False),
+        "readonly": (False, None, False),
+        "help": (False, "h", False),
+    }
+    values, positionals = parse_args(args, spec, USAGE["pull"])
+    if values.get("help"):
+        return out(HELP)
+    if positionals:
+        raise UsageError("pull takes no arguments; usage: " + USAGE["pull"])
+    if values.get("dir") == "":
+        raise UsageError("--dir needs a directory; usage: " + USAGE["pull"])
+    if values.get("max-bytes") is not None and not values.get("extract"):
+        raise UsageError("--max-bytes limits --extract; usage: " + USAGE["pull"])
+    max_bytes = max_extract_bytes(values.get("max-bytes"), USAGE["pull"])
+    directory = os.path.abspath(values.get("dir") or os.environ.get("AIRLOCK_INBOX_DIR") or DEFAULT_PULL_DIR)
+    policy = Policy()
+    relay = Relay(policy)
+    items = list_inbox(relay)
+    if not items:
+        return 0
+    try:
+        os.makedirs(directory, exist_ok=True)
+    except OSError as err:
+        raise fs_error("create directory", directory, err)
+    failed = False
+    for item in items:
+        name = pulled_name(str(item.get("name") or ""))
+        which = "item %s (%s)" % (shown_id(item.get("itemId")), name)
+        try:
+            pulled = pull_item(relay, item, name, directory, policy, max_bytes if values.get("extract") else None)
+            if values.get("readonly"):
+                make_read_only(pulled["path"])
+        except CliError as err:
+            if isinstance(err, UnavailableError):
+                list_inbox(relay)
+            warn("could not pull %s, it stays in the inbox: %s" % (which, err.message))
+            failed = True
+            continue
+        if values.get("json"):
+            out(to_json(pulled))
+        elif pulled.get("extracted"):
+            out("[User uploaded: %s (%s), extracted to %s/]" % (name, human_size(pulled["size"]), pulled["path"]))
+        else:
+            out("[User uploaded: %s (%s) at %s]" % (name, human_size(pulled["size"]), pulled["path"]))
+        try:
+            relay.call("POST", "/v1/inbox/%s/ack" % quote(str(item.get("itemId")), safe=""), "acknowledging " + name)
+        except CliError as err:
+            if isinstance(err, UnavailableError):
+                list_inbox(relay)
+            warn("could not acknowledge %s: %s" % (which, err.message))
+            failed = True
+    return 1 if failed else 0
+
+
+def make_read_only(path):
+    """--readonly: mode 0444 for a pulled file, or every regular file under an extracted
+    directory (links not followed). A guard against accidental edits, not a lock."""
+    try:
+        info = os.lstat(path)
+    except OSError as err:
+        raise fs_error("read", path, err)
+    if stat.S_ISREG(info.st_mode):
+        try:
+            os.chmod(path, 0o444)
+        except OSError as err:
+            raise fs_error("make read-only", path, err)
+    elif stat.S_ISDIR(info.st_mode):
+        try:
+            names = os.listdir(path)
+        except OSError as err:
+            raise fs_error("read", path, err)
+        for entry in names:
+            make_read_only(os.path.join(path, entry))
+
+
+def list_inbox(relay):
+    answer = relay.call("GET", "/v1/inbox", "listing the inbox")
+    items = answer.get("items") if isinstance(answer, dict) else None
+    return [item for item in items if isinstance(item, dict)] if isinstance(items, list) else []
+
+
+def shown_id(item_id):
+    return re.sub(r"[^\x21-\x7e]", "?", str(item_id))[:100]
+
+
+def pull_item(relay, item, shown, directory, policy, extract_max):
+    file_id = (item.get("file") or {}).get("fileId") or item.get("fileId")
+    if not file_id:
+        raise CliError("relay listed %s in the inbox without its file" % shown)
+    target = ("relay", relay.url, "download of " + shown)
+    result = {
+        "itemId": item.get("itemId"),
+        "fileId": file_id,
+        "name": item.get("name"),
+        "size": 0,
+        "sha256": item.get("sha256"),
+        "path": "",
+        "source": item.get("source"),
+    }
+    stem = archive_stem(shown)
+    url = relay.content_url(file_id)
+    if extract_max is not None and stem is not None:
+        temp = temp_path(directory, ".airlock-", ".tar.gz")
+        try:
+            _, _, size = download(url, relay.auth(), target, shown, item.get("sha256"), ("path", temp), policy)
+            path, files = extract_archive(temp, shown, directory, stem, True, extract_max)
+        finally:
+            release(temp)
+        result.update({"size": size, "path": path, "extracted": True, "files": files})
+        return result
+    path, _, size = download(url, relay.auth(), target, shown, item.get("sha256"), ("dir", directory, True), policy)
+    result.update({"size": size, "path": path})
+    return result
+
+
+def cmd_ls(args):
+    values, positionals = parse_args(args, {"json": (False, None, False), "help": (False, "h", False)}, USAGE["ls"])
+    if values.get("help"):
+        return out(HELP)
+    if positionals:
+        raise UsageError("ls takes no arguments; usage: " + USAGE["ls"])
+    answer = Relay(Policy()).call("GET", "/v1/files", "listing files")
+    files = answer.get("files") or [] if isinstance(answer, dict) else []
+    if values.get("json"):
+        for record in files:
+            out(to_json(record))
+        return 0
+    rows = [["ID", "SIZE", "EXPIRES", "NAME"]]
+    for record in files:
+        expires = str(record.get("expiresAt", ""))[:16].replace("T", " ") + "Z"
+        rows.append([str(record.get("fileId")), human_size(record.get("size") or 0), expires, str(record.get("name"))])
+    widths = [max(len(row[col]) for row in rows) for col in range(3)]
+    for row in rows:
+        out("  ".join(cell.ljust(widths[col]) if col < 3 else cell for col, cell in enumerate(row)))
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+COMMANDS = {"send": cmd_send, "get": cmd_get, "pull": cmd_pull, "ls": cmd_ls}
+
+
+def main(argv):
+    if not argv:
+        raise UsageError("no command given; usage: " + USAGE["global"])
+    command = argv[0]
+    if command in COMMANDS:
+        return COMMANDS[command](argv[1:])
+    if command == "help":
+        return out(HELP)
+    if command == "tool-schema":
+        raise UsageError("tool-schema is not in the Python shim; run it with the Node shim (/shim/airlock.mjs)")
+    if not command.startswith("-"):
+        raise UsageError("unknown command %s; usage: %s" % (command, USAGE["global"]))
+    values, positionals = parse_args(argv, {"help": (False, "h", False), "version": (False, "v", False)}, USAGE["global"])
+    if values.get("help"):
+        return out(HELP)
+    if values.get("version"):
+        return out(VERSION)
+    raise UsageError("unexpected argument %s; usage: %s" % (positionals[0], USAGE["global"]))
+
+
+def remove_temps():
+    for path in list(TEMPS):
+        release(path)
+
+
+def run():
+    import signal
+
+    def interrupted(signum, frame):
+        remove_temps()
+        name = "SIGINT" if signum == signal.SIGINT else "SIGTERM"
+        note("airlock: interrupted (%s)" % name)
+        os._exit(130 if signum == signal.SIGINT else 143)
+
+    signal.signal(signal.SIGINT, interrupted)
+    signal.signal(signal.SIGTERM, interrupted)
+    code = 1
+    try:
+        code = main(sys.argv[1:]) or 0
+    except CliError as err:
+        warn(err.message)
+        code = err.exit_code
+    except BrokenPipeError:
+        code = 0
+    except Exception as err:  # never a stack trace, unless AIRLOCK_DEBUG asks for one
+        warn("unexpected error: %s" % (err or type(err).__name__))
+        if os.environ.get("AIRLOCK_DEBUG"):
+            import traceback
+
+            traceback.print_exc()
+    finally:
+        remove_temps()
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        pass
+    sys.exit(code)
+
+
+if __name__ == "__main__":
+    run()
