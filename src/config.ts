@@ -2,6 +2,7 @@ import type { Bindings } from "./env";
 import type { DiscordConfig } from "./platforms/discord";
 import type { SlackConfig } from "./platforms/slack";
 import type { TelegramConfig } from "./platforms/telegram";
+import type { WhatsAppConfig } from "./platforms/whatsapp";
 import { DEFAULT_TIERS, type Tiers } from "./platforms/tiers";
 
 const DAY = 86_400;
@@ -36,6 +37,7 @@ export interface Config {
   telegram?: TelegramConfig;
   discord?: DiscordConfig;
   slack?: SlackConfig;
+  whatsapp?: WhatsAppConfig;
   tiers: Tiers;
 }
 
@@ -75,7 +77,9 @@ export function readConfig(env: Bindings): Config {
   };
 }
 
-function readPlatforms(env: Bindings): Pick<Config, "telegram" | "discord" | "slack" | "tiers"> {
+function readPlatforms(
+  env: Bindings,
+): Pick<Config, "telegram" | "discord" | "slack" | "whatsapp" | "tiers"> {
   const tiers: Tiers = {
     telegram: {
       photo: positiveInt(env, "TELEGRAM_MAX_PHOTO_BYTES", DEFAULT_TIERS.telegram.photo),
@@ -84,6 +88,12 @@ function readPlatforms(env: Bindings): Pick<Config, "telegram" | "discord" | "sl
     },
     discord: { upload: positiveInt(env, "DISCORD_MAX_UPLOAD_BYTES", DEFAULT_TIERS.discord.upload) },
     slack: { upload: positiveInt(env, "SLACK_MAX_UPLOAD_BYTES", DEFAULT_TIERS.slack.upload) },
+    whatsapp: {
+      image: positiveInt(env, "WHATSAPP_MAX_IMAGE_BYTES", DEFAULT_TIERS.whatsapp.image),
+      video: positiveInt(env, "WHATSAPP_MAX_VIDEO_BYTES", DEFAULT_TIERS.whatsapp.video),
+      audio: positiveInt(env, "WHATSAPP_MAX_AUDIO_BYTES", DEFAULT_TIERS.whatsapp.audio),
+      document: positiveInt(env, "WHATSAPP_MAX_DOCUMENT_BYTES", DEFAULT_TIERS.whatsapp.document),
+    },
   };
   return {
     tiers,
@@ -112,6 +122,20 @@ function readPlatforms(env: Bindings): Pick<Config, "telegram" | "discord" | "sl
           signingSecret: env.SLACK_SIGNING_SECRET || undefined,
           apiUrl: env.SLACK_API_URL || "https://slack.com/api/",
           fileHosts: hostList(env.SLACK_FILE_HOSTS, ["files.slack.com"]),
+        }
+      : undefined,
+    whatsapp: env.WHATSAPP_ACCESS_TOKEN
+      ? {
+          accessToken: env.WHATSAPP_ACCESS_TOKEN,
+          phoneNumberId: required(env, "WHATSAPP_PHONE_NUMBER_ID"),
+          appSecret: env.WHATSAPP_APP_SECRET || undefined,
+          verifyToken: env.WHATSAPP_VERIFY_TOKEN || undefined,
+          apiBase: (env.WHATSAPP_API_BASE || "https://graph.facebook.com/v23.0").replace(
+            /\/+$/,
+            "",
+          ),
+          // Media URLs from `GET /{media-id}` point at Meta's attachment CDN.
+          mediaHosts: hostList(env.WHATSAPP_MEDIA_HOSTS, ["lookaside.fbsbx.com"]),
         }
       : undefined,
   };

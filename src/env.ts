@@ -32,6 +32,20 @@ export interface Bindings extends Env {
   SLACK_API_URL?: string;
   /** Comma-separated hosts the relay may fetch Slack files from. */
   SLACK_FILE_HOSTS?: string;
+  WHATSAPP_ACCESS_TOKEN?: string;
+  WHATSAPP_PHONE_NUMBER_ID?: string;
+  /** The Meta app's secret: webhooks are signed with it (`X-Hub-Signature-256`). */
+  WHATSAPP_APP_SECRET?: string;
+  /** The token Meta echoes in the webhook subscription handshake. */
+  WHATSAPP_VERIFY_TOKEN?: string;
+  /** The Graph API root including its version, e.g. `https://graph.facebook.com/v23.0`. */
+  WHATSAPP_API_BASE?: string;
+  /** Comma-separated hosts the relay may download WhatsApp media from. */
+  WHATSAPP_MEDIA_HOSTS?: string;
+  WHATSAPP_MAX_IMAGE_BYTES?: string;
+  WHATSAPP_MAX_VIDEO_BYTES?: string;
+  WHATSAPP_MAX_AUDIO_BYTES?: string;
+  WHATSAPP_MAX_DOCUMENT_BYTES?: string;
   /** Delivery tier limits in bytes, overriding the table in src/platforms/tiers.ts. */
   TELEGRAM_MAX_UPLOAD_BYTES?: string;
   TELEGRAM_MAX_PHOTO_BYTES?: string;

@@ -76,6 +76,11 @@ export interface DeliveryRecord {
   status: "sending" | "delivered" | "failed";
   messageId: string | null;
   error: string | null;
+  /**
+   * Bytes of the file this delivery sent to the platform: the file's size for a native upload,
+   * 0 for a link message or a re-send by the platform's handle for content it already holds.
+   */
+  uploadedBytes: number;
   createdAt: string;
 }
 

@@ -10,6 +10,8 @@ export interface Delivery {
   platformMessageId: string | null;
   error: string | null;
   idempotencyKey: string | null;
+  /** Bytes of the file sent to the platform: 0 for a link or a re-send by the platform's handle. */
+  uploadedBytes: number;
   createdAt: number;
   finishedAt: number | null;
 }
@@ -25,6 +27,7 @@ interface DeliveryRow {
   platform_message_id: string | null;
   error: string | null;
   idempotency_key: string | null;
+  uploaded_bytes: number | null;
   created_at: number;
   finished_at: number | null;
 }
@@ -41,6 +44,7 @@ function toDelivery(row: DeliveryRow): Delivery {
     platformMessageId: row.platform_message_id,
     error: row.error,
     idempotencyKey: row.idempotency_key,
+    uploadedBytes: row.uploaded_bytes ?? 0,
     createdAt: row.created_at,
     finishedAt: row.finished_at,
   };
@@ -75,7 +79,7 @@ export async function claimDelivery(
   if (result.meta.changes > 0) return { claimed: true, delivery };
   const retried = await db
     .prepare(
-      `UPDATE deliveries SET status = 'sending', error = NULL, mode = ?, method = ?, finished_at = NULL
+      `UPDATE deliveries SET status = 'sending', error = NULL, mode = ?, method = ?, uploaded_bytes = 0, finished_at = NULL
        WHERE session_id = ? AND idempotency_key = ? AND status = 'failed' RETURNING *`,
     )
     .bind(delivery.mode, delivery.method, delivery.sessionId, delivery.idempotencyKey)
@@ -98,19 +102,22 @@ export async function finishDelivery(
     method?: string;
     platformMessageId?: string;
     error?: string;
+    /** Bytes of the file sent to the platform in this attempt. */
+    uploadedBytes?: number;
   },
   now: number,
 ): Promise<void> {
   await db
     .prepare(
       `UPDATE deliveries SET status = ?, method = COALESCE(?, method), platform_message_id = ?, error = ?,
-       finished_at = ? WHERE id = ?`,
+       uploaded_bytes = ?, finished_at = ? WHERE id = ?`,
     )
     .bind(
       outcome.status,
       outcome.method ?? null,
       outcome.platformMessageId ?? null,
       outcome.error ?? null,
+      outcome.uploadedBytes ?? 0,
       now,
       id,
     )

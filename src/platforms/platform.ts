@@ -1,6 +1,6 @@
 import type { MediaKind } from "./media-kind";
 
-export type PlatformName = "telegram" | "discord" | "slack";
+export type PlatformName = "telegram" | "discord" | "slack" | "whatsapp";
 
 /** A file to upload to a chat. `open` streams the original bytes afresh for each attempt. */
 export interface OutgoingFile {
@@ -9,12 +9,30 @@ export interface OutgoingFile {
   contentType: string;
   kind: MediaKind;
   open(): Promise<ReadableStream<Uint8Array>>;
+  /**
+   * The platform's handle for this very content from an earlier upload (Telegram `file_id`,
+   * WhatsApp media id): sent instead of the bytes. A handle the platform no longer takes
+   * fails with `StaleHandleError`.
+   */
+  handle?: string;
 }
 
 /** What a platform answered for a posted message or file. */
 export interface SentMessage {
   messageId: string;
   method: string;
+  /** The platform's handle for the content just uploaded, to send it again without the bytes. */
+  handle?: string;
+}
+
+/** How a platform that can re-send uploaded content by handle keeps those handles. */
+export interface HandlePolicy {
+  /** Handles are valid only for this bot or phone number (Telegram bot id, WhatsApp phone number id). */
+  account: string;
+  /** How long a handle stays valid, or null when the platform names no limit. */
+  ttlMs: number | null;
+  /** The handle carries the file name it was uploaded under (Telegram documents): reuse needs the same name. */
+  carriesName: boolean;
 }
 
 /** A file a person attached in a chat, with what the relay needs to fetch it later. */
@@ -49,6 +67,8 @@ export interface WebhookEvent {
   attachments: InboundAttachment[];
   /** Attachments the relay cannot take (e.g. over a download limit), to explain in the chat. */
   refused: Refusal[];
+  /** Further events carried in the same webhook (WhatsApp batches messages from several people). */
+  more?: WebhookEvent[];
 }
 
 /**
@@ -57,6 +77,8 @@ export interface WebhookEvent {
  */
 export interface Platform {
   readonly name: PlatformName;
+  /** Present on platforms that can send uploaded content again by a handle. */
+  readonly handles?: HandlePolicy;
   sendFile(target: string, file: OutgoingFile, caption?: string): Promise<SentMessage>;
   sendText(target: string, text: string): Promise<SentMessage>;
   /**
@@ -66,6 +88,11 @@ export interface Platform {
    */
   verifyWebhook(request: Request, rawBody: () => Promise<string>, now: number): Promise<void>;
   parseWebhook(rawBody: string): Promise<WebhookEvent>;
+  /**
+   * Answers a `GET` to the webhook URL (WhatsApp's subscription handshake); platforms
+   * without one leave it out and the route answers 404.
+   */
+  answerSubscription?(query: URLSearchParams): Promise<Response>;
   /** Streams an attachment from the platform's own hosts only. */
   fetchAttachment(
     ref: InboundAttachment["ref"],
@@ -87,4 +114,9 @@ export class PlatformError extends Error {
   get retryable(): boolean {
     return this.status === 429 || this.status >= 500;
   }
+}
+
+/** The platform no longer accepts a stored handle (expired media id, unknown `file_id`): upload afresh. */
+export class StaleHandleError extends PlatformError {
+  override name = "StaleHandleError";
 }

@@ -6,6 +6,8 @@ import { logEvent } from "../log";
 import { cleanFileName } from "../names";
 import {
   PlatformError,
+  StaleHandleError,
+  type HandlePolicy,
   type InboundAttachment,
   type OutgoingFile,
   type Platform,
@@ -32,16 +34,23 @@ const SEND_METHOD = {
 /** Telegram through grammY's `Api`, pointed at `TELEGRAM_API_ROOT`. */
 export class TelegramPlatform implements Platform {
   readonly name = "telegram";
+  /** A `file_id` is valid only for the bot that got it, and (for documents) keeps its name. */
+  readonly handles: HandlePolicy;
   private readonly api: Api;
 
   constructor(private readonly config: TelegramConfig) {
-    this.api = new Api(config.botToken, { apiRoot: config.apiRoot });
+    // grammY aborts a call after `timeoutSeconds` (500 by default): far too short for 50 MB —
+    // or 2000 MB through a self-hosted Bot API server — on a slow link. The platform's own
+    // answer (or the runtime's connection limits) ends a call instead.
+    this.api = new Api(config.botToken, { apiRoot: config.apiRoot, timeoutSeconds: 24 * 3600 });
+    this.handles = { account: config.botToken.split(":")[0] ?? "", ttlMs: null, carriesName: true };
   }
 
   async sendFile(target: string, file: OutgoingFile, caption?: string): Promise<SentMessage> {
     const method = SEND_METHOD[file.kind];
-    // grammY's web build takes a stream as an async iterable (it has no lazy suppliers).
-    const input = new InputFile(iterate(await file.open()), file.name);
+    // A `file_id` string is sent as it is; bytes go as a stream, which grammY's web build
+    // takes as an async iterable (it has no lazy suppliers).
+    const input = file.handle ?? new InputFile(iterate(await file.open()), file.name);
     const options = caption ? { caption } : {};
     const message = await this.call<Message>(() => {
       switch (method) {
@@ -54,8 +63,8 @@ export class TelegramPlatform implements Platform {
         case "sendDocument":
           return this.api.sendDocument(target, input, options);
       }
-    });
-    return { messageId: String(message.message_id), method };
+    }, file.handle);
+    return { messageId: String(message.message_id), method, handle: fileIdOf(message, file.kind) };
   }
 
   async sendText(target: string, text: string): Promise<SentMessage> {
@@ -108,11 +117,17 @@ export class TelegramPlatform implements Platform {
     return fetchFromAllowedHost(url, [root.host]);
   }
 
-  private async call<T>(request: () => Promise<T>): Promise<T> {
+  private async call<T>(request: () => Promise<T>, handle?: string): Promise<T> {
     try {
       return await request();
     } catch (error) {
       if (error instanceof GrammyError) {
+        if (
+          handle &&
+          error.error_code === 400 &&
+          /file[ _]?(identifier|id|reference)/i.test(error.description)
+        )
+          throw new StaleHandleError("telegram", 400, error.description);
         throw new PlatformError(
           "telegram",
           error.error_code,
@@ -123,6 +138,16 @@ export class TelegramPlatform implements Platform {
       throw error;
     }
   }
+}
+
+/**
+ * The `file_id` of what a send just posted, as the kind it was sent as: a photo's (largest
+ * size) is not a document's. None when Telegram filed it as another kind.
+ */
+function fileIdOf(message: Message, kind: OutgoingFile["kind"]): string | undefined {
+  const media =
+    kind === "photo" ? message.photo?.[message.photo.length - 1] : (message[kind] ?? undefined);
+  return typeof media?.file_id === "string" && media.file_id !== "" ? media.file_id : undefined;
 }
 
 interface TelegramMedia {

@@ -9,6 +9,7 @@ export interface Tiers {
   telegram: { photo: number; upload: number; download: number };
   discord: { upload: number };
   slack: { upload: number };
+  whatsapp: { image: number; video: number; audio: number; document: number };
 }
 
 const MB = 1000 * 1000;
@@ -20,7 +21,22 @@ export const DEFAULT_TIERS: Tiers = {
   // Documented as 25 MB, later 20 MB, but enforced at 10 MiB for bots without boosts.
   discord: { upload: 10 * MiB },
   slack: { upload: 1000 * MB },
+  // Cloud API media limits: images 5 MB, video and audio 16 MB, documents 100 MB.
+  whatsapp: { image: 5 * MB, video: 16 * MB, audio: 16 * MB, document: 100 * MB },
 };
+
+/** The formats WhatsApp takes as image, video and audio messages; anything else goes as a document. */
+const WHATSAPP_IMAGE = new Set(["image/jpeg", "image/png"]);
+const WHATSAPP_VIDEO = new Set(["video/mp4", "video/3gpp"]);
+const WHATSAPP_AUDIO = new Set(["audio/aac", "audio/amr", "audio/mpeg", "audio/mp4", "audio/ogg"]);
+
+/** The kind WhatsApp sends a file of the sniffed type as. */
+export function whatsappKind(mime: string | null): MediaKind {
+  if (mime && WHATSAPP_IMAGE.has(mime)) return "photo";
+  if (mime && WHATSAPP_VIDEO.has(mime)) return "video";
+  if (mime && WHATSAPP_AUDIO.has(mime)) return "audio";
+  return "document";
+}
 
 /** How a file goes to a chat: uploaded as a given kind, or as a link message. */
 export type DeliveryPlan = { mode: "native"; kind: MediaKind } | { mode: "link" };
@@ -31,6 +47,8 @@ export function planDelivery(
   platform: keyof Tiers,
   kind: MediaKind,
   size: number,
+  /** The sniffed MIME type, for platforms that take only some formats natively (WhatsApp). */
+  mime: string | null = null,
 ): DeliveryPlan {
   switch (platform) {
     case "telegram": {
@@ -44,5 +62,13 @@ export function planDelivery(
       return size <= tiers.discord.upload ? { mode: "native", kind } : { mode: "link" };
     case "slack":
       return size <= tiers.slack.upload ? { mode: "native", kind } : { mode: "link" };
+    case "whatsapp": {
+      const limits = tiers.whatsapp;
+      const wa = whatsappKind(mime);
+      const limit = wa === "photo" ? limits.image : limits[wa];
+      if (size <= limit) return { mode: "native", kind: wa };
+      // Media too large for its own kind still goes natively, as a document.
+      return size <= limits.document ? { mode: "native", kind: "document" } : { mode: "link" };
+    }
   }
 }

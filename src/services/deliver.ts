@@ -1,14 +1,20 @@
 import { z } from "zod";
 import { claimDelivery, finishDelivery, type Delivery } from "../db/deliveries";
+import { dropHandle, findHandle, saveHandle, type HandleKey } from "../db/platform-handles";
 import type { FileRow } from "../db/files";
 import type { Session } from "../db/sessions";
 import type { Deps } from "../deps";
 import { AppError } from "../errors";
 import { logEvent, since } from "../log";
 import { newId } from "../ids";
-import { parseDestination } from "../platforms";
-import { sniffMediaKind, SNIFF_BYTES } from "../platforms/media-kind";
-import { PlatformError, type SentMessage } from "../platforms/platform";
+import { parseDestination, type Platform } from "../platforms";
+import { sniffMediaKind, SNIFF_BYTES, type MediaKind } from "../platforms/media-kind";
+import {
+  PlatformError,
+  StaleHandleError,
+  type OutgoingFile,
+  type SentMessage,
+} from "../platforms/platform";
 import { withPlatformRetry } from "../platforms/retry";
 import { planDelivery } from "../platforms/tiers";
 import type { DeliveryRecord } from "../wire-types";
@@ -33,14 +39,18 @@ export function toDeliveryRecord(delivery: Delivery): DeliveryRecord {
     status: delivery.status,
     messageId: delivery.platformMessageId,
     error: delivery.error,
+    uploadedBytes: delivery.uploadedBytes,
     createdAt: new Date(delivery.createdAt).toISOString(),
   };
 }
 
 /**
  * Delivers a file to a chat bound to the session: uploaded natively when the tier table
- * allows its size and media kind (read from magic bytes), else as a link message. Every
- * attempt is recorded; an Idempotency-Key makes a repeated request return the first one.
+ * allows its size and media kind (read from magic bytes), else as a link message. Content the
+ * platform already holds from an earlier upload (same verified bytes, same bot or number) goes
+ * by the platform's handle instead of its bytes. A delivery counts as delivered only when the
+ * platform answered with a message id. Every attempt is recorded; an Idempotency-Key makes a
+ * repeated request return the first one.
  */
 export async function deliverFile(
   deps: Deps,
@@ -62,7 +72,7 @@ export async function deliverFile(
 
   const head = await readHead(deps.store, file, SNIFF_BYTES);
   const sniffed = await sniffMediaKind(head);
-  const plan = planDelivery(deps.config.tiers, to.platform, sniffed.kind, file.size);
+  const plan = planDelivery(deps.config.tiers, to.platform, sniffed.kind, file.size, sniffed.mime);
   const claim = await claimDelivery(deps.db, {
     id: newId("dlv"),
     sessionId: session.id,
@@ -74,6 +84,7 @@ export async function deliverFile(
     platformMessageId: null,
     error: null,
     idempotencyKey: idempotencyKey ?? null,
+    uploadedBytes: 0,
     createdAt: deps.now(),
     finishedAt: null,
   });
@@ -90,19 +101,21 @@ export async function deliverFile(
   }
 
   let sent: SentMessage;
+  let uploadedBytes = 0;
   try {
     if (plan.mode === "native") {
-      const outgoing = {
+      const outgoing: OutgoingFile = {
         name: file.name,
         size: file.size,
         contentType: sniffed.mime ?? file.contentType,
         kind: plan.kind,
         open: async () => (await openOriginal(deps.store, file)) ?? new Blob([]).stream(),
       };
-      sent = await withPlatformRetry(
-        () => platform.sendFile(to.target, outgoing, request.caption),
-        deps.platformRetry,
-      );
+      ({ sent, uploadedBytes } = await sendNative(deps, platform, session, file, outgoing, {
+        target: to.target,
+        caption: request.caption,
+        kind: plan.kind,
+      }));
     } else {
       const record = await toFileRecord(deps, file, origin);
       const text = linkMessage(
@@ -114,6 +127,7 @@ export async function deliverFile(
       );
       sent = await withPlatformRetry(() => platform.sendText(to.target, text), deps.platformRetry);
     }
+    if (!sent.messageId) throw new PlatformError(to.platform, 502, "the answer has no message id");
   } catch (error) {
     const reason =
       error instanceof PlatformError
@@ -138,13 +152,14 @@ export async function deliverFile(
   await finishDelivery(
     deps.db,
     claim.delivery.id,
-    { status: "delivered", method: sent.method, platformMessageId: sent.messageId },
+    { status: "delivered", method: sent.method, platformMessageId: sent.messageId, uploadedBytes },
     deps.now(),
   );
   logEvent("delivery", {
     ...logged,
     method: sent.method,
     status: "delivered",
+    uploadedBytes,
     durationMs: since(started),
   });
   return toDeliveryRecord({
@@ -152,7 +167,64 @@ export async function deliverFile(
     method: sent.method,
     status: "delivered",
     platformMessageId: sent.messageId,
+    uploadedBytes,
   });
+}
+
+/**
+ * Sends a file natively: by the platform's handle when it holds this content already (only for
+ * verified content, whose hash is known to be its bytes), else by uploading its bytes, keeping
+ * the handle the platform gives back. A handle the platform refuses is dropped and the bytes
+ * go up once more, the new handle replacing it.
+ */
+async function sendNative(
+  deps: Deps,
+  platform: Platform,
+  session: Session,
+  file: FileRow,
+  outgoing: OutgoingFile,
+  how: { target: string; caption: string | undefined; kind: MediaKind },
+): Promise<{ sent: SentMessage; uploadedBytes: number }> {
+  const policy = platform.handles;
+  const key: HandleKey | null =
+    policy && file.verified
+      ? {
+          platform: platform.name,
+          account: policy.account,
+          kind: how.kind,
+          sha256: file.sha256,
+          scope: session.scope,
+          name: policy.carriesName ? file.name : "",
+        }
+      : null;
+  const send = (handle?: string) =>
+    withPlatformRetry(
+      () => platform.sendFile(how.target, handle ? { ...outgoing, handle } : outgoing, how.caption),
+      deps.platformRetry,
+    );
+  const handle = key ? await findHandle(deps.db, key, deps.now()) : null;
+  let sent: SentMessage;
+  let uploadedBytes = 0;
+  if (handle) {
+    try {
+      sent = await send(handle);
+    } catch (error) {
+      if (!(error instanceof StaleHandleError)) throw error;
+      await dropHandle(deps.db, key!, handle);
+      logEvent("platform_handle_refused", { platform: platform.name, fileId: file.id }, "warn");
+      sent = await send();
+      uploadedBytes = file.size;
+    }
+  } else {
+    sent = await send();
+    uploadedBytes = file.size;
+  }
+  if (key && sent.handle && sent.handle !== handle && sent.messageId) {
+    const now = deps.now();
+    const expiresAt = policy!.ttlMs === null ? null : now + policy!.ttlMs;
+    await saveHandle(deps.db, key, sent.handle, now, expiresAt);
+  }
+  return { sent, uploadedBytes };
 }
 
 /** The message for a file over the platform's limit: name, size, link and its expiry. */

@@ -30,10 +30,10 @@ export const mediaType = z
     "must be a MIME type",
   );
 
-/** `telegram:<chatId>`, `discord:<channelId>` or `slack:<channelId>`. */
+/** `telegram:<chatId>`, `discord:<channelId>`, `slack:<channelId>` or `whatsapp:<wa_id>` (digits). */
 export const destination = z
   .string()
   .regex(
-    /^(telegram:-?\d{1,20}|discord:\d{1,25}|slack:[A-Z0-9]{1,30})$/,
-    "must be telegram:<chatId>, discord:<channelId> or slack:<channelId>",
+    /^(telegram:-?\d{1,20}|discord:\d{1,25}|slack:[A-Z0-9]{1,30}|whatsapp:\d{1,20})$/,
+    "must be telegram:<chatId>, discord:<channelId>, slack:<channelId> or whatsapp:<wa_id>",
   );

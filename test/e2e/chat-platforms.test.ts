@@ -9,6 +9,8 @@ import { startRelay, type RunningRelay } from "../support/relay";
 
 const sha256 = (bytes: Uint8Array) => createHash("sha256").update(bytes).digest("hex");
 const TELEGRAM_SECRET = "e2e-telegram-webhook-secret";
+/** The fake Bot API reads upload bodies no faster than this: a slow link. */
+const SLOW_LINK_BYTES_PER_SECOND = 4_000_000;
 
 /** A real 1×1 PNG, so the relay reads "photo" from its magic bytes. */
 const PNG = Buffer.from(
@@ -22,18 +24,36 @@ describe("chat platforms through wrangler dev, driven by the shim", () => {
   let dir: string;
   let env: Record<string, string>;
   const chat = "4242";
+  const otherChat = "4343";
+  const person = "15551230001";
+  const latePerson = "15551230002";
 
   beforeAll(async () => {
     prepareShim();
-    fakes = await startFakePlatforms();
+    fakes = await startFakePlatforms({
+      telegram: { readBytesPerSecond: SLOW_LINK_BYTES_PER_SECOND },
+      whatsapp: { closedWindows: [latePerson] },
+    });
     relay = await startRelay({
       vars: {
         TELEGRAM_BOT_TOKEN: fakes.telegram.token,
         TELEGRAM_WEBHOOK_SECRET: TELEGRAM_SECRET,
         TELEGRAM_API_ROOT: fakes.telegram.url,
+        WHATSAPP_ACCESS_TOKEN: fakes.whatsapp.token,
+        WHATSAPP_PHONE_NUMBER_ID: fakes.whatsapp.phoneNumberId,
+        WHATSAPP_APP_SECRET: "e2e-whatsapp-app-secret",
+        WHATSAPP_API_BASE: fakes.whatsapp.url,
+        WHATSAPP_MEDIA_HOSTS: new URL(fakes.whatsapp.url).host,
       },
     });
-    const session = await relay.mintSession({ destinations: [`telegram:${chat}`] });
+    const session = await relay.mintSession({
+      destinations: [
+        `telegram:${chat}`,
+        `telegram:${otherChat}`,
+        `whatsapp:${person}`,
+        `whatsapp:${latePerson}`,
+      ],
+    });
     env = relayEnv(relay.url, session.token);
     dir = await mkdtemp(join(tmpdir(), "airlock-chat-e2e-"));
   });
@@ -137,4 +157,107 @@ describe("chat platforms through wrangler dev, driven by the shim", () => {
     const pulled = await runShim(["pull", "--dir", join(dir, "forged"), "--json"], { env });
     expect(pulled.stdout).toBe("");
   });
+
+  it("uploads once and delivers to several chats in parallel, each reported with its message id", async () => {
+    const bytes = randomBytes(200_000);
+    const path = join(dir, "Makefile");
+    await writeFile(path, bytes);
+    fakes.reset();
+    const sent = await runShim(
+      ["send", path, "--to", `telegram:${chat}`, "--to", `whatsapp:${person}`, "--json"],
+      { env },
+    );
+    expect(sent.stderr).toBe(
+      `delivered Makefile to telegram:${chat} (native, sendDocument)\n` +
+        `delivered Makefile to whatsapp:${person} (native, messages.document)\n`,
+    );
+    expect(sent.code).toBe(0);
+    const line = JSON.parse(sent.stdout) as {
+      deliveries: { to: string; mode: string; messageId: string; uploadedBytes: number }[];
+    };
+    expect(line.deliveries).toMatchObject([
+      { to: `telegram:${chat}`, mode: "native", status: "delivered", uploadedBytes: 200_000 },
+      { to: `whatsapp:${person}`, mode: "native", status: "delivered", uploadedBytes: 200_000 },
+    ]);
+    expect(line.deliveries[0]?.messageId).toMatch(/^\d+$/);
+    expect(line.deliveries[1]?.messageId).toMatch(/^wamid\./);
+    const [telegramUpload] = fakes.telegram.requests("sendDocument");
+    expect(telegramUpload?.files[0]).toMatchObject({ filename: "Makefile", sha256: sha256(bytes) });
+    const [whatsappUpload] = fakes.whatsapp.requests("media");
+    expect(whatsappUpload?.files[0]).toMatchObject({ filename: "Makefile", sha256: sha256(bytes) });
+    const [message] = fakes.whatsapp.requests("messages");
+    expect(message?.json).toMatchObject({
+      to: person,
+      type: "document",
+      document: { filename: "Makefile" },
+    });
+  });
+
+  it("sends the same content to a second Telegram chat by file_id, without its bytes", async () => {
+    const bytes = randomBytes(5_000_000);
+    const path = join(dir, "five.bin");
+    await writeFile(path, bytes);
+    fakes.reset();
+    const first = await runShim(["send", path, "--to", `telegram:${chat}`, "--json"], { env });
+    const second = await runShim(["send", path, "--to", `telegram:${otherChat}`, "--json"], {
+      env,
+    });
+    expect([first.code, second.code]).toEqual([0, 0]);
+    const deliveryOf = (out: string) =>
+      (JSON.parse(out) as { deliveries: { uploadedBytes: number }[] }).deliveries[0];
+    expect(deliveryOf(first.stdout)?.uploadedBytes).toBe(5_000_000);
+    expect(deliveryOf(second.stdout)?.uploadedBytes).toBe(0);
+    const sends = fakes.telegram.requests("sendDocument");
+    expect(sends.map((r) => r.fields.chat_id)).toEqual([chat, otherChat]);
+    expect(sends[0]?.files.map((f) => f.sha256)).toEqual([sha256(bytes)]);
+    expect(sends[1]?.files).toEqual([]);
+    expect(sends[1]?.fields.document).toMatch(/^BQAC/);
+    expect(sends[1]?.bodySize).toBeLessThan(10_000);
+  });
+
+  it("fails outside WhatsApp's 24-hour window with one line and exit 1, recorded as failed", async () => {
+    const path = join(dir, "late.txt");
+    await writeFile(path, "too late\n");
+    const sent = await runShim(["send", path, "--to", `whatsapp:${latePerson}`, "--json"], {
+      env,
+    });
+    expect(sent.code).toBe(1);
+    const lines = sent.stderrLines.filter((l) => l !== "");
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatch(
+      new RegExp(
+        `^airlock: delivery of late\\.txt to whatsapp:${latePerson} failed: delivery_failed: ` +
+          "whatsapp refused: outside WhatsApp's 24-hour window since the person's last message",
+      ),
+    );
+    const line = JSON.parse(sent.stdout) as { fileId: string; deliveries: { status: string }[] };
+    expect(line.deliveries).toMatchObject([{ status: "failed" }]);
+    const recorded = (await (
+      await fetch(`${relay.url}/v1/files/${line.fileId}/deliveries`, {
+        headers: { authorization: `Bearer ${env.AIRLOCK_TOKEN}` },
+      })
+    ).json()) as { deliveries: { status: string; error: string }[] };
+    expect(recorded.deliveries).toMatchObject([{ status: "failed" }]);
+    expect(recorded.deliveries[0]?.error).toContain("24-hour window");
+  });
+
+  it("completes a 50 MB Telegram upload over a slow link (the fake reads 4 MB/s)", async () => {
+    const bytes = randomBytes(50_000_000);
+    const path = join(dir, "video.bin");
+    await writeFile(path, bytes);
+    fakes.reset();
+    const started = Date.now();
+    const sent = await runShim(["send", path, "--to", `telegram:${chat}`, "--json"], {
+      env,
+      timeoutMs: 280_000,
+    });
+    const seconds = (Date.now() - started) / 1000;
+    expect(sent.stderr).toBe(`delivered video.bin to telegram:${chat} (native, sendDocument)\n`);
+    expect(sent.code).toBe(0);
+    // At 4 MB/s the upload alone takes 12.5 s: a timeout shorter than that would have cut it.
+    expect(seconds).toBeGreaterThan(50_000_000 / SLOW_LINK_BYTES_PER_SECOND);
+    const [upload] = fakes.telegram.requests("sendDocument");
+    expect(upload?.files[0]).toMatchObject({ size: 50_000_000, sha256: sha256(bytes) });
+    await rm(path);
+  }, 300_000);
 });

@@ -19,6 +19,23 @@ describe("planDelivery", () => {
   ] as const)("%s %s of %d bytes → %j", (platform, kind, size, plan) => {
     expect(planDelivery(DEFAULT_TIERS, platform, kind, size)).toEqual(plan);
   });
+
+  it.each([
+    ["image/jpeg", 5 * MB, { mode: "native", kind: "photo" }],
+    ["image/png", 5 * MB + 1, { mode: "native", kind: "document" }],
+    ["image/gif", 1000, { mode: "native", kind: "document" }],
+    ["image/webp", 1000, { mode: "native", kind: "document" }],
+    ["video/mp4", 16 * MB, { mode: "native", kind: "video" }],
+    ["video/3gpp", 1000, { mode: "native", kind: "video" }],
+    ["video/quicktime", 1000, { mode: "native", kind: "document" }],
+    ["audio/mpeg", 16 * MB, { mode: "native", kind: "audio" }],
+    ["audio/ogg", 16 * MB + 1, { mode: "native", kind: "document" }],
+    ["audio/wav", 1000, { mode: "native", kind: "document" }],
+    [null, 100 * MB, { mode: "native", kind: "document" }],
+    ["application/pdf", 100 * MB + 1, { mode: "link" }],
+  ] as const)("whatsapp %s of %d bytes → %j", (mime, size, plan) => {
+    expect(planDelivery(DEFAULT_TIERS, "whatsapp", "document", size, mime)).toEqual(plan);
+  });
 });
 
 /** A RIFF/WAVE header with an empty data chunk. */

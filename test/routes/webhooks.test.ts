@@ -4,6 +4,7 @@ import { errorOf, RelayClient } from "../support/relay-client";
 import { discordKeys, nowSeconds, slackSignature } from "../support/webhook-signing";
 
 const SLACK_SECRET = "slack-signing-secret-for-tests";
+const WHATSAPP_SECRET = "whatsapp-app-secret-for-tests";
 let discord: Awaited<ReturnType<typeof discordKeys>>;
 let client: RelayClient;
 
@@ -20,6 +21,11 @@ beforeAll(async () => {
     SLACK_BOT_TOKEN: "xoxb-test",
     SLACK_SIGNING_SECRET: SLACK_SECRET,
     SLACK_API_URL: "http://127.0.0.1:9/api/",
+    WHATSAPP_ACCESS_TOKEN: "whatsapp-test-token",
+    WHATSAPP_PHONE_NUMBER_ID: "106540352242922",
+    WHATSAPP_APP_SECRET: WHATSAPP_SECRET,
+    WHATSAPP_VERIFY_TOKEN: "whatsapp-verify-token",
+    WHATSAPP_API_BASE: "http://127.0.0.1:9/v23.0",
   });
 });
 
@@ -229,3 +235,106 @@ describe("webhook bodies are capped before they are read", () => {
     expect(await inboxCount()).toBe(before);
   });
 });
+
+describe("GET /webhooks/whatsapp (subscription handshake)", () => {
+  it("echoes hub.challenge for the right verify token", async () => {
+    const response = await client.call(
+      "GET",
+      "/webhooks/whatsapp?hub.mode=subscribe&hub.verify_token=whatsapp-verify-token&hub.challenge=1158201444",
+    );
+    expect(response.status).toBe(200);
+    expect(await response.text()).toBe("1158201444");
+  });
+
+  it.each([
+    ["a wrong verify token", "hub.mode=subscribe&hub.verify_token=guess&hub.challenge=1"],
+    ["no verify token", "hub.mode=subscribe&hub.challenge=1"],
+    ["another mode", "hub.mode=unsubscribe&hub.verify_token=whatsapp-verify-token&hub.challenge=1"],
+    ["no challenge", "hub.mode=subscribe&hub.verify_token=whatsapp-verify-token"],
+  ])("answers 403 for %s", async (_, query) => {
+    const response = await client.call("GET", `/webhooks/whatsapp?${query}`);
+    expect(await errorOf(response)).toMatchObject({ status: 403, code: "forbidden" });
+  });
+
+  it("has no handshake for the other platforms", async () => {
+    const response = await client.call("GET", "/webhooks/telegram?hub.mode=subscribe");
+    expect(response.status).toBe(404);
+  });
+});
+
+describe("POST /webhooks/whatsapp", () => {
+  const body = JSON.stringify({
+    object: "whatsapp_business_account",
+    entry: [
+      {
+        id: "1",
+        changes: [
+          {
+            field: "messages",
+            value: {
+              metadata: { phone_number_id: "106540352242922" },
+              messages: [
+                {
+                  from: "15551234567",
+                  id: "wamid.forged",
+                  type: "document",
+                  document: { id: "123", filename: "x.txt" },
+                },
+              ],
+            },
+          },
+        ],
+      },
+    ],
+  });
+  const sign = async (secret: string, text: string) => `sha256=${await hmacHex(secret, text)}`;
+
+  it("accepts a body signed with the app secret", async () => {
+    const response = await client.call("POST", "/webhooks/whatsapp", {
+      body,
+      headers: {
+        "content-type": "application/json",
+        "x-hub-signature-256": await sign(WHATSAPP_SECRET, body),
+      },
+    });
+    expect(response.status).toBe(200);
+  });
+
+  it.each([
+    ["no signature", async () => ({})],
+    [
+      "a signature under another secret",
+      async () => ({ "x-hub-signature-256": await sign("guess", body) }),
+    ],
+    [
+      "a body changed after signing",
+      async () => ({
+        "x-hub-signature-256": await sign(WHATSAPP_SECRET, body.replace("x.txt", "y.txt")),
+      }),
+    ],
+    [
+      "a bare hex signature",
+      async () => ({ "x-hub-signature-256": (await sign(WHATSAPP_SECRET, body)).slice(7) }),
+    ],
+  ])("refuses %s with 401 and stores nothing", async (_, headers) => {
+    const before = await inboxCount();
+    const response = await client.call("POST", "/webhooks/whatsapp", {
+      body,
+      headers: { "content-type": "application/json", ...(await headers()) },
+    });
+    expect(await errorOf(response)).toMatchObject({ status: 401, code: "webhook_unauthorized" });
+    expect(await inboxCount()).toBe(before);
+  });
+});
+
+async function hmacHex(secret: string, text: string): Promise<string> {
+  const key = await crypto.subtle.importKey(
+    "raw",
+    new TextEncoder().encode(secret),
+    { name: "HMAC", hash: "SHA-256" },
+    false,
+    ["sign"],
+  );
+  const mac = await crypto.subtle.sign("HMAC", key, new TextEncoder().encode(text));
+  return [...new Uint8Array(mac)].map((b) => b.toString(16).padStart(2, "0")).join("");
+}

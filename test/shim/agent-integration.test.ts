@@ -9,7 +9,7 @@ import { RUNTIMES, failureLine, prepareShim, runShim } from "./run-shim";
 // `airlock tool-schema` and `airlock send --media-tag`: what an agent host and a MEDIA: gateway
 // read from the shim (docs/agent-integration.md).
 
-const PATTERN = String.raw`^(telegram:-?\d+|discord:\d+|slack:[A-Z0-9]+)$`;
+const PATTERN = String.raw`^(telegram:-?\d+|discord:\d+|slack:[A-Z0-9]+|whatsapp:\d+)$`;
 const TOOL_SCHEMA_USAGE = "airlock tool-schema [--format openai|mcp]";
 
 interface JsonSchema {
@@ -145,10 +145,11 @@ describe.each(RUNTIMES)("airlock tool-schema under $name", ({ node }) => {
   it("gives `to` the destinations that send --to accepts, and no others", async () => {
     const tools = JSON.parse((await run(["tool-schema"])).stdout) as OpenAiTool[];
     const pattern = new RegExp(tools[0]!.function.parameters.properties.to!.items!.pattern!);
-    for (const good of ["telegram:123", "telegram:-100123", "discord:456", "slack:C0FFEE"]) {
-      expect(pattern.test(good), good).toBe(true);
+    const good = ["telegram:123", "telegram:-100123", "discord:456", "slack:C0FFEE", "whatsapp:1"];
+    for (const to of good) {
+      expect(pattern.test(to), to).toBe(true);
     }
-    const bad = ["telegram:abc", "whatsapp:1", "slack:c0ffee", "telegram:", "discord:-5", "x"];
+    const bad = ["telegram:abc", "whatsapp:+1555", "slack:c0ffee", "telegram:", "discord:-5", "x"];
     for (const to of [...bad, "telegram:1 "]) expect(pattern.test(to), to).toBe(false);
   });
 

@@ -53,10 +53,13 @@ describe.each(RUNTIMES)("airlock send --to under $name", ({ node }) => {
     const completed = routes.findIndex((r) => r.endsWith("/complete"));
     const path = `/v1/files/${file!.fileId}/deliveries`;
     expect(routes.slice(completed + 1)).toEqual([`POST ${path}`, `POST ${path}`]);
+    // The deliveries run in parallel: their requests may arrive in either order.
     const calls = deliveryCalls();
-    expect(calls.map((c) => c.json)).toEqual([
-      { to: "telegram:-100123", caption: "Q3 report" },
+    const byTo = (a: unknown, b: unknown) =>
+      String((a as { to: string }).to).localeCompare(String((b as { to: string }).to));
+    expect(calls.map((c) => c.json).sort(byTo)).toEqual([
       { to: "discord:456", caption: "Q3 report" },
+      { to: "telegram:-100123", caption: "Q3 report" },
     ]);
     const keys = calls.map((c) => c.headers["idempotency-key"]);
     for (const key of keys) expect(key).toMatch(/^[0-9a-f]{64}$/);
@@ -178,12 +181,10 @@ describe.each(RUNTIMES)("airlock send --to under $name", ({ node }) => {
       "airlock: delivery of notes.txt to telegram:123 failed: delivery_failed: Bad Request: chat not found",
       "delivered notes.txt to discord:456 (native, sendDocument)",
     ]);
-    expect(deliveryCalls().map((c) => (c.json as { to: string }).to)).toEqual([
-      "telegram:123",
-      "discord:456",
-      "telegram:123",
-      "discord:456",
-    ]);
+    // Per file the two deliveries run in parallel; each file's after the one before.
+    const tos = deliveryCalls().map((c) => (c.json as { to: string }).to);
+    expect(tos.slice(0, 2).sort()).toEqual(["discord:456", "telegram:123"]);
+    expect(tos.slice(2).sort()).toEqual(["discord:456", "telegram:123"]);
   });
 
   it("reports a destination the session may not use, still printing the URL", async () => {
@@ -219,18 +220,22 @@ describe.each(RUNTIMES)("airlock send --to under $name", ({ node }) => {
     ]);
   });
 
-  it.each(["telegram:abc", "whatsapp:1", "slack:c0ffee", "telegram:", "discord:-5", "telegram:1 "])(
-    "refuses --to %j as a usage error before any request",
-    async (to) => {
-      const result = await ctx.send(["report.pdf", "--to", "telegram:1", "--to", to]);
-      expect(result.code).toBe(2);
-      expect(failureLine(result)).toBe(
-        `airlock: --to ${to} is not telegram:<chatId>, discord:<channelId> or slack:<channelId>; usage: ${USAGE}`,
-      );
-      expect(result.stdout).toBe("");
-      expect(ctx.relay.calls).toEqual([]);
-    },
-  );
+  it.each([
+    "telegram:abc",
+    "whatsapp:+15551234567",
+    "slack:c0ffee",
+    "telegram:",
+    "discord:-5",
+    "telegram:1 ",
+  ])("refuses --to %j as a usage error before any request", async (to) => {
+    const result = await ctx.send(["report.pdf", "--to", "telegram:1", "--to", to]);
+    expect(result.code).toBe(2);
+    expect(failureLine(result)).toBe(
+      `airlock: --to ${to} is not telegram:<chatId>, discord:<channelId>, slack:<channelId> or whatsapp:<wa_id>; usage: ${USAGE}`,
+    );
+    expect(result.stdout).toBe("");
+    expect(ctx.relay.calls).toEqual([]);
+  });
 
   it("refuses --caption without --to before any request", async () => {
     const result = await ctx.send(["report.pdf", "--caption", "hello"]);

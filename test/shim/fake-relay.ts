@@ -436,6 +436,7 @@ export async function startFakeRelay(): Promise<FakeRelay> {
         status: answer.error === undefined ? "delivered" : "failed",
         messageId: answer.error === undefined ? String(deliveries.length + 1) : null,
         error: answer.error ?? null,
+        uploadedBytes: answer.mode === "native" && answer.error === undefined ? file.size : 0,
         createdAt: new Date().toISOString(),
       };
       deliveries.push(record);

@@ -85,9 +85,13 @@ export async function send(args: string[]): Promise<void> {
     // First: the file is sent, whatever becomes of deliveries.
     if (values["media-tag"]) print(`MEDIA:${result.url}`);
     else if (!values.json) print(result.url);
-    for (const to of destinations) {
-      const delivery = await deliver(relay, result, to, values.caption);
-      failed ||= delivery.status !== "delivered";
+    // One upload, then every destination at once; each reported in the order given.
+    const outcomes = await Promise.all(
+      destinations.map((to) => deliver(relay, result, to, values.caption)),
+    );
+    for (const { delivery, report } of outcomes) {
+      report();
+      failed ||= !acknowledged(delivery);
       result.deliveries.push(delivery);
     }
     if (values.json) print(JSON.stringify(result));
@@ -101,33 +105,54 @@ interface SendOptions extends SendContext {
   sent: SentCache;
 }
 
-/** Delivers one sent file to one destination, reporting the outcome on stderr. */
+/** Delivered means the platform acknowledged the message with an id; nothing less counts. */
+function acknowledged(delivery: DeliveryRecord | FailedDelivery): boolean {
+  return (
+    delivery.status === "delivered" &&
+    typeof delivery.messageId === "string" &&
+    delivery.messageId !== ""
+  );
+}
+
+/**
+ * Delivers one sent file to one destination. The outcome's one stderr line is printed by
+ * `report`, so deliveries running together still report in a fixed order.
+ */
 async function deliver(
   relay: RelayClient,
   file: SendResult,
   to: string,
   caption: string | undefined,
-): Promise<DeliveryRecord | FailedDelivery> {
+): Promise<{ delivery: DeliveryRecord | FailedDelivery; report: () => void }> {
   try {
     const record = await relay.deliver(file.fileId, to, caption, file.name);
-    if (record.status !== "delivered") {
+    if (!acknowledged(record)) {
       // A repeated Idempotency-Key answers with the first attempt, which may have failed.
-      const reason = typeof record.error === "string" ? record.error : `it is ${record.status}`;
-      warn(`delivery of ${file.name} to ${to} failed: ${reason}`);
-      return record;
+      const reason =
+        typeof record.error === "string"
+          ? record.error
+          : record.status === "delivered"
+            ? "the platform gave no message id"
+            : `it is ${record.status}`;
+      return {
+        delivery: { ...record, status: "failed", error: reason },
+        report: () => warn(`delivery of ${file.name} to ${to} failed: ${reason}`),
+      };
     }
     const how = record.mode === "native" ? `native, ${record.method}` : record.mode;
-    note(`delivered ${file.name} to ${to} (${how})`);
-    return record;
+    return { delivery: record, report: () => note(`delivered ${file.name} to ${to} (${how})`) };
   } catch (err) {
     if (!(err instanceof CliError)) throw err;
     const refusal = err instanceof RefusalError ? err : undefined;
-    warn(`delivery of ${file.name} to ${to} failed: ${refusal?.detail ?? err.message}`);
     const error = {
       code: refusal?.body.code ?? null,
       message: refusal?.body.message ?? err.message,
     };
-    return { fileId: file.fileId, to, status: "failed", error };
+    return {
+      delivery: { fileId: file.fileId, to, status: "failed", error },
+      report: () =>
+        warn(`delivery of ${file.name} to ${to} failed: ${refusal?.detail ?? err.message}`),
+    };
   }
 }
 
