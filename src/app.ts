@@ -13,6 +13,7 @@ import { home } from "./routes/home";
 import { inbox } from "./routes/inbox";
 import { webhooks } from "./routes/webhooks";
 import { sessions } from "./routes/sessions";
+import { sessionFiles } from "./routes/session-files";
 import { share } from "./routes/share";
 import { shim } from "./routes/shim";
 import { uploads } from "./routes/uploads";
@@ -65,6 +66,7 @@ export const app = new Hono<AppEnv>()
     await next();
   })
   .route("/v1/sessions", sessions)
+  .route("/v1/sessions", sessionFiles)
   .route("/v1/uploads", uploads)
   .route("/v1/blob-uploads", blobUploads)
   .route("/v1/files", files)

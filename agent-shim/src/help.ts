@@ -4,7 +4,7 @@ import { DEFAULT_PULL_DIR } from "./config.js";
 export const USAGE = {
   send: "airlock send <path>... [--to <platform:id>]... [--caption <text>] [--wait] [--json] [--media-tag]",
   get: "airlock get <fileId|shareUrl> [-o <path>] [--extract] [--max-bytes <n>]",
-  pull: "airlock pull [--dir <dir>] [--json] [--extract] [--max-bytes <n>]",
+  pull: "airlock pull [--dir <dir>] [--json] [--extract] [--max-bytes <n>] [--readonly]",
   ls: "airlock ls [--json]",
   toolSchema: "airlock tool-schema [--format openai|mcp]",
   global: "airlock <send|get|pull|ls|tool-schema> ... | airlock --help | airlock --version",
@@ -43,8 +43,9 @@ Commands
           receive_files (the host runs: airlock pull)
 
 Options
-  --to <platform:id>   deliver to a chat: telegram:<chatId>, discord:<channelId> or
-                       slack:<channelId>; repeat for several (the session must allow each)
+  --to <platform:id>   deliver to a chat: telegram:<chatId>, discord:<channelId>,
+                       slack:<channelId> or whatsapp:<wa_id> (the person's number, digits
+                       only); repeat for several (the session must allow each)
   --caption <text>     caption for --to deliveries
   --json               one JSON object per file per line on stdout
   --wait               send: wait until the relay has verified each file (a large gzip or
@@ -66,6 +67,9 @@ Options
                        of files (K, M, G, T: powers of 1024; default 10G); nothing of it
                        is kept
   --dir <dir>          where pull writes (default: ${DEFAULT_PULL_DIR}, created if missing)
+  --readonly           pull: leave each file written read-only (mode 0444; with --extract,
+                       every file in the extracted directory), e.g. configuration the
+                       agent must not change
   -h, --help           show this help
   -v, --version        show the version
 

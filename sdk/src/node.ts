@@ -23,6 +23,14 @@ import {
   type AirlockSessionOptions,
 } from "./client.js";
 import type { CallOptions } from "./http.js";
+import {
+  collectIntoSession,
+  pushRelayFile,
+  type CollectFileOptions,
+  type PushedFile,
+  type PushFileOptions,
+} from "./exec/relay-bridge.js";
+import type { ExecAdapter } from "./exec/exec.js";
 import { downloadToDir, downloadToFile, openFile, type DownloadedFile } from "./node-files.js";
 import type {
   BytesInput,
@@ -42,6 +50,19 @@ export {
   type FileSource,
 } from "./node-files.js";
 export { cleanFileName } from "../../src/names.js";
+export { spawnCli, type ExecAdapter, type ExecExit, type ExecRun } from "./exec/exec.js";
+export {
+  dockerExec,
+  kubectlExec,
+  shellQuote,
+  sshExec,
+  type DockerExecOptions,
+  type KubectlExecOptions,
+  type SshExecOptions,
+} from "./exec/adapters.js";
+export { pushStream, type PushOptions, type PushResult, type PushSource } from "./exec/push.js";
+export { collectStream, type CollectedStream, type CollectOptions } from "./exec/collect.js";
+export type { CollectFileOptions, PushedFile, PushFileOptions } from "./exec/relay-bridge.js";
 
 /** Options for seeding from a path: the name defaults to the file's base name. */
 export interface PathSeedOptions extends CallOptions {
@@ -116,6 +137,39 @@ export class AirlockClient extends CoreClient {
     return downloadToDir(this, fileId, dir, options);
   }
 
+  /**
+   * Pushes a file (any session's) into a sandbox at `path` through its exec channel, for a
+   * sandbox with no network: streamed through the command's stdin (gzip where it pays),
+   * checked by SHA-256 inside the sandbox, then renamed into place; never over an existing
+   * file unless `overwrite`; `readonly` leaves it 0444. Refusals (`AirlockError`, status 0):
+   * `target_exists`, `transfer_mismatch`, `sandbox_cannot_verify`, `exec_failed`.
+   */
+  pushFile(
+    exec: ExecAdapter,
+    fileId: string,
+    path: string,
+    options: PushFileOptions = {},
+  ): Promise<PushedFile> {
+    return pushRelayFile(this, exec, fileId, path, options);
+  }
+
+  /**
+   * Collects the file at `path` in a session's sandbox through its exec channel and stores it
+   * as a file of that session (`POST /v1/sessions/:id/files`): the sandbox hashes it and
+   * streams it out (gzip where it pays), the SDK checks it on the way to the relay, the relay
+   * hashes it again. It can then get share links and be delivered like a file the sandbox
+   * sent. Refusals: the relay's (`413 quota_exceeded`, `413 file_too_large`, `404
+   * session_not_found`), `transfer_mismatch` and `sandbox_file_unreadable` (nothing stored).
+   */
+  collectFile(
+    exec: ExecAdapter,
+    sessionId: string,
+    path: string,
+    options: CollectFileOptions = {},
+  ): Promise<FileRecord> {
+    return collectIntoSession(this.transport, this.credential(), exec, sessionId, path, options);
+  }
+
   override asSession(token?: string): AirlockSession {
     return new AirlockSession(this.sessionOptions(token));
   }
@@ -135,5 +189,15 @@ export class AirlockSession extends CoreSession {
   /** Streams one of the session's files into `dir` under its cleaned name, as the operator's. */
   downloadToDir(fileId: string, dir: string, options: CallOptions = {}): Promise<DownloadedFile> {
     return downloadToDir(this, fileId, dir, options);
+  }
+
+  /** Pushes one of the session's files into a sandbox through its exec channel, as the operator's. */
+  pushFile(
+    exec: ExecAdapter,
+    fileId: string,
+    path: string,
+    options: PushFileOptions = {},
+  ): Promise<PushedFile> {
+    return pushRelayFile(this, exec, fileId, path, options);
   }
 }

@@ -1,10 +1,11 @@
 import { createHash, randomBytes } from "node:crypto";
 import { existsSync, readFileSync, readdirSync } from "node:fs";
-import { mkdir, mkdtemp, readFile, readdir, rm, symlink, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readFile, readdir, rm, stat, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { TOKEN, startFakeRelay, type FakeRelay } from "./fake-relay";
+import { systemTar } from "./tar-trees";
 import { RUNTIMES, failureLine, prepareShim, runShim, relayEnv } from "./run-shim";
 
 const sha256 = (bytes: Uint8Array) => createHash("sha256").update(bytes).digest("hex");
@@ -339,6 +340,31 @@ describe.each(RUNTIMES)("airlock pull under $name", ({ node }) => {
     expect((await readdir(dir)).sort()).toEqual([...written].sort());
   });
 
+  it("leaves the files it writes read-only (0444) with --readonly, extracted ones too", async () => {
+    const config = Buffer.from('{"model":"x"}\n');
+    const src = join(base, "src");
+    await mkdir(join(src, "proj", "sub"), { recursive: true });
+    await writeFile(join(src, "proj", "a.txt"), "a\n");
+    await writeFile(join(src, "proj", "sub", "b.txt"), "b\n");
+    systemTar(["-czf", join(base, "proj.tar.gz"), "-C", src, "proj"]);
+    const plain = relay.addInboxItem("config.json", config);
+    const archive = relay.addInboxItem("proj.tar.gz", await readFile(join(base, "proj.tar.gz")));
+    const result = await pull(["--readonly", "--extract"]);
+    expect(result.stderr).toBe("");
+    expect(result.code).toBe(0);
+    const mode = async (path: string) => (await stat(join(dir, path))).mode & 0o777;
+    expect(sha256(await readFile(join(dir, "config.json")))).toBe(sha256(config));
+    expect(await mode("config.json")).toBe(0o444);
+    expect(await mode("proj/a.txt")).toBe(0o444);
+    expect(await mode("proj/sub/b.txt")).toBe(0o444);
+    expect(relay.acked).toEqual([plain.itemId, archive.itemId]);
+
+    // Without it, a pulled file keeps its ordinary, writable mode.
+    relay.addInboxItem("notes.txt", Buffer.from("n\n"));
+    expect((await pull()).code).toBe(0);
+    expect((await mode("notes.txt")) & 0o200).toBe(0o200);
+  });
+
   it("is a usage error to pass a path instead of --dir", async () => {
     const result = await runShim(["pull", "somewhere"], {
       node,
@@ -346,7 +372,7 @@ describe.each(RUNTIMES)("airlock pull under $name", ({ node }) => {
     });
     expect(result.code).toBe(2);
     expect(failureLine(result)).toBe(
-      "airlock: pull takes no arguments; usage: airlock pull [--dir <dir>] [--json] [--extract] [--max-bytes <n>]",
+      "airlock: pull takes no arguments; usage: airlock pull [--dir <dir>] [--json] [--extract] [--max-bytes <n>] [--readonly]",
     );
     expect(relay.calls).toEqual([]);
   });

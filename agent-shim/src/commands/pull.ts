@@ -1,5 +1,5 @@
-import { mkdir } from "node:fs/promises";
-import { resolve } from "node:path";
+import { chmod, lstat, mkdir, readdir } from "node:fs/promises";
+import { join, resolve } from "node:path";
 import { parseCommandArgs } from "../args.js";
 import { archiveStem, extractArchive } from "../archive-extract.js";
 import { maxExtractBytes } from "../archive-limit.js";
@@ -18,6 +18,7 @@ const OPTIONS = {
   json: { type: "boolean" },
   extract: { type: "boolean" },
   "max-bytes": { type: "string" },
+  readonly: { type: "boolean" },
   help: { type: "boolean", short: "h" },
 } as const;
 
@@ -41,6 +42,8 @@ export interface PullResult {
  * directory (oldest first, verified, under a safe name that replaces nothing), acknowledges it only
  * once it is there, and prints a line per file. A file that fails is reported and stays in the
  * inbox; the others carry on, unless the relay itself is out of reach.
+ *
+ * With --readonly, each file written (with --extract, each file extracted) is left mode 0444.
  *
  * With --extract, a `.tar.gz` is extracted into a new directory named after it (`proj.tar.gz` to
  * `proj/`, or `proj (1)/` when taken) instead of being written: the archive itself is not kept.
@@ -79,6 +82,7 @@ export async function pull(args: string[]): Promise<void> {
     let pulled: PullResult;
     try {
       pulled = await pullItem(relay, item, name, dir, policy, extract);
+      if (values.readonly) await makeReadOnly(pulled.path);
     } catch (err) {
       await carryOn(relay, err);
       warn(`could not pull ${which}, it stays in the inbox: ${(err as CliError).message}`);
@@ -95,6 +99,28 @@ export async function pull(args: string[]): Promise<void> {
     }
   }
   if (failed) process.exitCode = 1;
+}
+
+/**
+ * `--readonly`: mode 0444 for a pulled file, or for every regular file under an extracted
+ * directory (symlinks are not followed). A guard against accidental edits, not a lock: the
+ * file's owner can change the mode back, and root ignores it.
+ */
+async function makeReadOnly(path: string): Promise<void> {
+  const info = await lstat(path).catch((err: unknown) => {
+    throw fsError("read", path, err);
+  });
+  if (info.isFile()) {
+    await chmod(path, 0o444).catch((err: unknown) => {
+      throw fsError("make read-only", path, err);
+    });
+    return;
+  }
+  if (!info.isDirectory()) return;
+  const entries = await readdir(path).catch((err: unknown) => {
+    throw fsError("read", path, err);
+  });
+  for (const entry of entries) await makeReadOnly(join(path, entry));
 }
 
 /**

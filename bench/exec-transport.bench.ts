@@ -1,0 +1,276 @@
+/**
+ * `npm run bench:exec` (= `node scripts/run-ts.mjs bench/exec-transport.bench.ts [--runs <n>]`):
+ * the SDK's exec transport over a real SSH hop (a throwaway sshd on 127.0.0.1, one
+ * ControlMaster connection shared by every method) against the way agent frameworks move
+ * files (chunked `printf` of base64, 60,000 characters a command; a one-shot `base64` read)
+ * and against `scp` over the same ControlMaster. 16 MiB of random bytes and of text. Each
+ * figure is the median of the runs; ratios are of figures measured in this same run.
+ * Prints a markdown report.
+ */
+import { spawn } from "node:child_process";
+import { createHash, randomBytes } from "node:crypto";
+import { createReadStream, createWriteStream } from "node:fs";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { cpus, loadavg, tmpdir } from "node:os";
+import { join } from "node:path";
+import { Readable } from "node:stream";
+import { pipeline } from "node:stream/promises";
+import { parseArgs } from "node:util";
+import { collectStream, pushStream, sshExec, type ExecAdapter } from "../sdk/src/node";
+import { startSshd, type TestSshd } from "../test/sdk/sshd";
+
+const MiB = 1024 * 1024;
+const SIZE = 16 * MiB;
+const PRINTF_CHUNK = 60_000;
+/**
+ * Bash as the login shell reads ~/.bashrc for every command SSH runs; an account whose rc
+ * is slow (e.g. one that runs `pyenv init`) then adds its cost to each command of every
+ * method but scp's. SHLVL=1 (accepted by the test sshd) makes bash skip it, so that the
+ * figures measure the transports, not the account. `--login-rc` keeps the rc.
+ */
+let CLEAN_SHELL = ["-o", "SetEnv=SHLVL=1"];
+
+const sha256 = (bytes: Uint8Array) => createHash("sha256").update(bytes).digest("hex");
+
+/** Runs a local command to its end; rejects on a non-zero exit. Returns stdout. */
+function run(command: string, args: string[], stdin?: Uint8Array): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, { stdio: ["pipe", "pipe", "pipe"] });
+    const out: Buffer[] = [];
+    let err = "";
+    child.stdout.on("data", (chunk: Buffer) => out.push(chunk));
+    child.stderr.on("data", (chunk: Buffer) => (err += chunk.toString()));
+    child.once("error", reject);
+    child.once("close", (code) =>
+      code === 0
+        ? resolve(Buffer.concat(out))
+        : reject(new Error(`${command} exited ${code}: ${err.trim()}`)),
+    );
+    child.stdin.end(stdin);
+  });
+}
+
+interface Hop {
+  sshd: TestSshd;
+  exec: ExecAdapter;
+  /** ssh options shared by ssh and scp: the same key and ControlMaster socket. */
+  common: string[];
+  target: string;
+}
+
+function hopOf(sshd: TestSshd): Hop {
+  const common = [
+    "-o",
+    "BatchMode=yes",
+    "-i",
+    sshd.identityFile,
+    "-o",
+    "ControlMaster=auto",
+    "-o",
+    `ControlPath=${sshd.controlPath}`,
+    "-o",
+    "ControlPersist=60s",
+    ...sshd.sshArgs,
+    ...CLEAN_SHELL,
+  ];
+  const exec = sshExec({
+    host: sshd.host,
+    user: sshd.user,
+    port: sshd.port,
+    identityFile: sshd.identityFile,
+    controlPath: sshd.controlPath,
+    sshArgs: [...sshd.sshArgs, ...CLEAN_SHELL],
+  });
+  return { sshd, exec, common, target: `${sshd.user}@${sshd.host}` };
+}
+
+/** One remote shell command over the hop, as a framework's exec tool runs it. */
+function remote(hop: Hop, command: string): Promise<Buffer> {
+  return run("ssh", ["-T", ...hop.common, "-p", String(hop.sshd.port), hop.target, command]);
+}
+
+const quote = (word: string) => `'${word.replace(/'/g, "'\\''")}'`;
+
+type Method = (hop: Hop, local: string, sandbox: string, sum: string) => Promise<void>;
+
+const PUSH: Record<string, Method> = {
+  async "exec transport (pushStream)"(hop, local, sandbox, sum) {
+    const source = Readable.toWeb(createReadStream(local)) as ReadableStream<Uint8Array>;
+    await pushStream(hop.exec, source, sandbox, { sha256: sum, size: SIZE, overwrite: true });
+  },
+  async "chunked printf (base64, 60,000 chars a command)"(hop, local, sandbox) {
+    const text = (await readFile(local)).toString("base64");
+    await remote(hop, `: > ${quote(`${sandbox}.b64`)}`);
+    for (let at = 0; at < text.length; at += PRINTF_CHUNK)
+      await remote(
+        hop,
+        `printf %s ${quote(text.slice(at, at + PRINTF_CHUNK))} >> ${quote(`${sandbox}.b64`)}`,
+      );
+    await remote(
+      hop,
+      `base64 -d < ${quote(`${sandbox}.b64`)} > ${quote(sandbox)} && rm -f ${quote(`${sandbox}.b64`)}`,
+    );
+  },
+  async "scp (same ControlMaster)"(hop, local, sandbox) {
+    await run("scp", [
+      "-q",
+      ...hop.common,
+      "-P",
+      String(hop.sshd.port),
+      local,
+      `${hop.target}:${sandbox}`,
+    ]);
+  },
+};
+
+const COLLECT: Record<string, Method> = {
+  async "exec transport (collectStream)"(hop, local, sandbox) {
+    const collected = await collectStream(hop.exec, sandbox);
+    await pipeline(
+      Readable.fromWeb(collected.stream as import("node:stream/web").ReadableStream),
+      createWriteStream(local),
+    );
+  },
+  async "one-shot base64"(hop, local, sandbox) {
+    const text = await remote(hop, `base64 < ${quote(sandbox)}`);
+    await writeFile(local, Buffer.from(text.toString(), "base64"));
+  },
+  async "scp (same ControlMaster)"(hop, local, sandbox) {
+    await run("scp", [
+      "-q",
+      ...hop.common,
+      "-P",
+      String(hop.sshd.port),
+      `${hop.target}:${sandbox}`,
+      local,
+    ]);
+  },
+};
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)] ?? NaN;
+}
+
+/**
+ * Times each method on `bytes`, the methods taking turns within each round so that all of
+ * them meet the same load on a shared machine; one round first, not counted (warm caches, the
+ * exec transport's one-time probe of the sandbox's tools).
+ */
+async function measure(
+  hop: Hop,
+  methods: Record<string, Method>,
+  direction: "push" | "collect",
+  bytes: Buffer,
+  dir: string,
+  runs: number,
+): Promise<Map<string, number>> {
+  const sum = sha256(bytes);
+  const samples = new Map<string, number[]>();
+  for (let round = -1; round < runs; round++) {
+    for (const [name, method] of Object.entries(methods)) {
+      // The chunked printf way takes seconds a run: one run of it, no warm-up.
+      if (name.startsWith("chunked") && round !== 0) continue;
+      const host = join(dir, "host.bin");
+      const sandbox = join(dir, "sandbox.bin");
+      await rm(host, { force: true });
+      await rm(sandbox, { force: true });
+      await writeFile(direction === "push" ? host : sandbox, bytes);
+      const started = performance.now();
+      await method(hop, host, sandbox, sum);
+      const ms = performance.now() - started;
+      const landed = await readFile(direction === "push" ? sandbox : host);
+      if (sha256(landed) !== sum)
+        throw new Error(`${name} (${direction}) did not move the bytes intact`);
+      if (round < 0) continue;
+      samples.set(name, [...(samples.get(name) ?? []), ms]);
+      console.error(`${direction} ${name}: ${ms.toFixed(0)} ms`);
+    }
+  }
+  return new Map([...samples].map(([name, values]) => [name, median(values)]));
+}
+
+function corpus(): Record<string, Buffer> {
+  const line = (i: number) =>
+    `${i.toString().padStart(8, "0")} INFO request handled path=/v1/files/${(i * 7919) % 100_000} status=200 ms=${i % 37}\n`;
+  const lines: string[] = [];
+  let size = 0;
+  for (let i = 0; size < SIZE; i++) {
+    const text = line(i);
+    lines.push(text);
+    size += text.length;
+  }
+  return {
+    "16 MiB random": randomBytes(SIZE),
+    "16 MiB text (logs)": Buffer.from(lines.join("")).subarray(0, SIZE),
+  };
+}
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({
+    options: { runs: { type: "string" }, "login-rc": { type: "boolean" } },
+  });
+  if (values["login-rc"]) CLEAN_SHELL = [];
+  const runs = Math.max(1, Number(values.runs ?? 3));
+  const sshd = await startSshd();
+  const dir = await mkdtemp(join(tmpdir(), "airlock-bench-exec-"));
+  const out: string[] = [];
+  let allMet = true;
+  try {
+    const hop = hopOf(sshd);
+    await remote(hop, "true"); // opens the ControlMaster connection every method then shares
+    out.push(
+      "# Exec transport over SSH (127.0.0.1, one ControlMaster connection)",
+      "",
+      `${cpus().length} CPUs, load ${loadavg()[0]?.toFixed(2)}; median of ${runs} rounds after one warm-up round, the methods taking turns in each (chunked printf: 1 run); ` +
+        (CLEAN_SHELL.length > 0
+          ? "the login shell's rc skipped (SHLVL=1)."
+          : "the login shell's rc read (--login-rc)."),
+      "",
+      "| direction | file | method | time | vs exec transport |",
+      "| --- | --- | --- | ---: | ---: |",
+    );
+    const targets: string[] = [];
+    for (const [label, bytes] of Object.entries(corpus())) {
+      for (const [direction, methods] of [
+        ["push", PUSH],
+        ["collect", COLLECT],
+      ] as const) {
+        const times = await measure(hop, methods, direction, bytes, dir, runs);
+        const [ours, ...others] = [...times.entries()];
+        if (!ours) continue;
+        for (const [name, ms] of [ours, ...others])
+          out.push(
+            `| ${direction} | ${label} | ${name} | ${ms.toFixed(0)} ms | ${(ms / ours[1]).toFixed(2)}× |`,
+          );
+        const scp = times.get("scp (same ControlMaster)") ?? NaN;
+        const vsScp = ours[1] / scp;
+        const scpMet = vsScp <= 1.5;
+        targets.push(
+          `- ${direction}, ${label}: ${vsScp.toFixed(2)}× scp's time (target ≤ 1.5×): ${scpMet ? "met" : "MISSED"}`,
+        );
+        allMet &&= scpMet;
+        if (direction === "push") {
+          const printf = times.get("chunked printf (base64, 60,000 chars a command)") ?? NaN;
+          const faster = printf / ours[1];
+          const met = faster >= 20;
+          targets.push(
+            `- push, ${label}: ${faster.toFixed(1)}× faster than chunked printf (target ≥ 20×): ${met ? "met" : "MISSED"}`,
+          );
+          allMet &&= met;
+        }
+      }
+    }
+    out.push("", "Targets:", "", ...targets);
+  } finally {
+    await sshd.stop();
+    await rm(dir, { recursive: true, force: true });
+  }
+  console.log(out.join("\n"));
+  if (!allMet) process.exitCode = 1;
+}
+
+main().catch((error: unknown) => {
+  console.error(error);
+  process.exit(1);
+});
