@@ -1,6 +1,6 @@
-import { sniffMime } from "../services/magic-bytes";
+import { sniffMime } from "../content/magic-bytes";
 
-export { SNIFF_BYTES } from "../services/magic-bytes";
+export { SNIFF_BYTES } from "../content/magic-bytes";
 
 /** The media kinds platforms upload differently. */
 export type MediaKind = "photo" | "video" | "audio" | "document";

@@ -2,7 +2,7 @@ import { findArchiveListing, insertArchiveListing } from "../db/archive-listings
 import type { FileRow } from "../db/files";
 import type { Deps } from "../deps";
 import { logEvent } from "../log";
-import { sniffMime, SNIFF_BYTES } from "./magic-bytes";
+import { sniffMime, SNIFF_BYTES } from "../content/magic-bytes";
 import { openOriginal, readHead } from "./original-bytes";
 import { listTar, TAR_LIMITS } from "./tar-listing";
 

@@ -7,7 +7,7 @@ import { AppError } from "../errors";
 import { newId } from "../ids";
 import { blobKey } from "../storage";
 import { humanSize } from "./human-size";
-import { passThroughDigest } from "./stream-digest";
+import { passThroughDigest } from "../content/stream-digest";
 
 export interface IngestInput {
   sessionId: string;

@@ -1,7 +1,7 @@
 import type { Blob } from "../db/blobs";
 import type { BlobStore } from "../storage";
 import type { ByteRange } from "../storage/blob-store";
-import { digestExactly } from "./stream-digest";
+import { digestExactly } from "../content/stream-digest";
 
 /** How a blob is kept: enough to turn stored bytes back into the original ones. */
 export type StoredForm = Pick<Blob, "encoding" | "storedKey" | "size">;

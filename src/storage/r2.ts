@@ -1,5 +1,5 @@
 import type { StoredPart, UploadPartLedger } from "../db/upload-parts";
-import { passThroughDigest } from "../services/stream-digest";
+import { passThroughDigest } from "../content/stream-digest";
 import {
   ContentRejectedError,
   MultipartUploadGoneError,

@@ -1,6 +1,6 @@
 import type { FileRow } from "../../db/files";
 import type { BlobStore } from "../../storage";
-import { SNIFF_BYTES, sniffMime } from "../../services/magic-bytes";
+import { SNIFF_BYTES, sniffMime } from "../../content/magic-bytes";
 import { readHead } from "../../services/original-bytes";
 
 /** How much of a file the page reads to choose and render its preview. */
