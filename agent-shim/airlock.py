@@ -20,7 +20,7 @@ import threading
 import time
 import zlib
 from concurrent.futures import ThreadPoolExecutor
-from urllib.parse import quote, unquote, urlsplit
+from urllib.parse import quote, unquote, urljoin, urlsplit
 
 VERSION = "0.0.0-dev"  # set by scripts/build-shim.mjs when the relay serves this file
 
@@ -1949,9 +1949,35 @@ def disposition_name(header):
     return bare.group(1) if bare else None
 
 
-def etag_sha256(res):
-    match = re.match(r'^(?:W/)?"([0-9a-fA-F]{64})"$', res.getheader("etag") or "")
+def etag_sha256(res, etag=None):
+    header = etag if etag is not None else res.getheader("etag")
+    match = re.match(r'^(?:W/)?"([0-9a-fA-F]{64})"$', header or "")
     return match.group(1).lower() if match else None
+
+
+REDIRECTS = (301, 302, 303, 307, 308)
+
+
+def open_following(url, headers):
+    """A GET that follows up to 3 redirects (an s3 relay sends downloads to a short-lived
+    presigned URL), http(s) only; to another origin only Range goes along, never the
+    token. Returns (conn, res, etag): the relay's own ETag when it redirected (the store's
+    is not a SHA-256), else None."""
+    relay_etag = None
+    for hop in range(4):
+        conn, res = open_request("GET", url, headers)
+        location = res.getheader("location")
+        if res.status not in REDIRECTS or not location or hop == 3:
+            return conn, res, relay_etag
+        if hop == 0:
+            relay_etag = res.getheader("etag") or ""
+        conn.close()
+        target = urljoin(url, location)
+        if urlsplit(target).scheme not in ("http", "https"):
+            raise CliError("refusing a redirect to %s" % urlsplit(target).scheme)
+        if urlsplit(target).netloc != urlsplit(url).netloc:
+            headers = dict((k, v) for k, v in headers.items() if k.lower() == "range")
+        url = target
 
 
 def keep_temp(temp, directory, name, numbered):
@@ -1981,11 +2007,11 @@ def download(url, headers, target, name, sha256, output, policy):
     known = sha256.lower() if sha256 else None
 
     def attempt():
-        conn, res = open_request("GET", url, headers)
+        conn, res, relay_etag = open_following(url, headers)
         try:
             if res.status != 200:
                 raise status_error(res, read_text(res), "%s refused %s" % (target[0], target[2]))
-            etag = etag_sha256(res)
+            etag = etag_sha256(res, relay_etag)
             if etag and known and etag != known:
                 raise CliError("the %s is corrupt: its ETag does not match the expected SHA-256" % target[2])
             expected = etag or known

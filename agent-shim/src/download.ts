@@ -14,10 +14,11 @@ import {
   refusal,
   type Expected,
 } from "./download-headers.js";
+import { getFollowing } from "./download-redirect.js";
 import { toStdout } from "./download-stdout.js";
 import { CliError, NetworkError, RetryableStatusError, fsError } from "./errors.js";
 import { safeFileName } from "./file-names.js";
-import { readText, request } from "./http.js";
+import { readText } from "./http.js";
 import { PartFile } from "./part-file.js";
 import { Progress } from "./progress.js";
 import { withRetry, type RetryTarget } from "./retry.js";
@@ -67,7 +68,7 @@ export function download(
 ): Promise<Downloaded> {
   if (output.to !== "stdout") return toFile(source, output, policy);
   return withRetry(policy, source.target, async () => {
-    const res = await request({ method: "GET", url: source.url, headers: source.headers });
+    const res = await getFollowing(source.url, source.headers);
     if (res.statusCode !== 200) throw await refusal(res, source);
     const { sha256, against, name } = expectedOf(res, source, {});
     const digest = new DigestStream({ bytes: contentLength(res), sha256, mismatch: against });
@@ -132,11 +133,11 @@ async function resume(
     headers.range = `bytes=${part.bytes}-`;
     if (sha256 !== undefined) headers["if-range"] = `"${sha256}"`;
   }
-  let res = await request({ method: "GET", url: source.url, headers });
+  let res = await getFollowing(source.url, headers);
   if (res.statusCode === 416 && part.bytes > 0) {
     await readText(res); // Longer than the file: the part is not this file's start.
     await part.reset();
-    res = await request({ method: "GET", url: source.url, headers: source.headers });
+    res = await getFollowing(source.url, source.headers);
   }
   if (res.statusCode === 206 && part.bytes > 0) {
     const etag = etagSha256(res);

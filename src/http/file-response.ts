@@ -27,6 +27,12 @@ export interface FileResponseOptions {
    */
   inline?: { contentType: string };
   budget?: ByteBudget;
+  /**
+   * Answer a GET with a redirect to a presigned URL of the store, valid until `expiresAt`,
+   * when the store offers one and holds the file as it is (identity, not gzip). Bytes then
+   * never pass through the Worker; the budget counts them at the redirect.
+   */
+  storeRedirect?: { expiresAt: number };
 }
 
 /**
@@ -85,6 +91,21 @@ export async function fileResponse(
     return new Response(null, { status, headers });
   }
 
+  if (
+    options.storeRedirect &&
+    store.createDownloadUrl &&
+    file.encoding === "identity" &&
+    length > 0 &&
+    (!range || PLAIN_RANGE.test(request.headers.get("range") ?? ""))
+  )
+    return redirectToStore(store.createDownloadUrl.bind(store), file, request, {
+      headers,
+      budget,
+      length,
+      ranged: range !== undefined,
+      expiresAt: options.storeRedirect.expiresAt,
+    });
+
   await budget?.take(length);
   let body: ReadableStream<Uint8Array> | null = null;
   try {
@@ -100,6 +121,56 @@ export async function fileResponse(
     ? meter(body, length, request.signal, (sent) => budget.endedEarly(sent, length))
     : body;
   return new Response(withKnownLength(metered, length), { status, headers });
+}
+
+/**
+ * The Range forms the store reads exactly as `parseRange` does. Any other spelling (spaces,
+ * case) stays on the relay: a store reading it differently might send more than was counted.
+ */
+const PLAIN_RANGE = /^bytes=(\d+-\d*|-\d+)$/;
+
+/**
+ * A 307 to a presigned GET of the stored object, answering with the same name and type. The
+ * bytes the request asks for are reserved first; when the request has a Range, its exact
+ * header is signed into the URL so the store serves that range and no more. Within its few
+ * seconds of life the URL could be replayed by whoever holds it: that is why it is short.
+ */
+async function redirectToStore(
+  createDownloadUrl: NonNullable<BlobStore["createDownloadUrl"]>,
+  file: FileRow,
+  request: Request,
+  plan: {
+    headers: Headers;
+    budget: ByteBudget | undefined;
+    length: number;
+    ranged: boolean;
+    expiresAt: number;
+  },
+): Promise<Response> {
+  const { headers, budget, length } = plan;
+  await budget?.take(length);
+  let location: string;
+  try {
+    location = await createDownloadUrl(file.storedKey, {
+      expiresAt: plan.expiresAt,
+      contentDisposition: headers.get("content-disposition") ?? "attachment",
+      contentType: headers.get("content-type") ?? "application/octet-stream",
+      range: plan.ranged ? (request.headers.get("range") ?? undefined) : undefined,
+    });
+  } catch (error) {
+    budget?.endedEarly(0, length);
+    throw error;
+  }
+  const redirect = new Headers({
+    location,
+    "cache-control": "no-store",
+    "content-disposition": headers.get("content-disposition") ?? "attachment",
+    "x-content-type-options": "nosniff",
+  });
+  // The verified SHA-256 travels with the redirect: the store's own ETag is not one.
+  const etag = headers.get("etag");
+  if (etag) redirect.set("etag", etag);
+  return new Response(null, { status: 307, headers: redirect });
 }
 
 /** The file's ETag, or null while its SHA-256 is unverified (a claim, not a validator). */

@@ -9,12 +9,20 @@ import { acceptsHtml, inlineMime, shareErrorPage, sharePage, wantsPage } from ".
 import { linkBudget, linkUsage } from "../services/link-budget";
 
 /**
+ * How long a store URL a download is redirected to lives. Whoever holds it may fetch it
+ * again until then without the link counting: a few seconds is all a client needs.
+ */
+const STORE_URL_TTL_MS = 60_000;
+
+/**
  * Share links: anyone holding a valid, unexpired link gets the original bytes, or, in a
  * browser, a page about the file with a preview (`?inline=1` serves the previewable
  * types inline) and a download link (`?download=1`). A link minted with `maxDownloads`
  * meters every byte it sends against `maxDownloads × size` (see `services/link-budget`):
  * once that is spent, every request through it — page, HEAD, any Range, preview — is
- * `410 link_exhausted`.
+ * `410 link_exhausted`. On a store clients can read directly (S3), a download of a file
+ * stored as it is answers `307` to a short-lived presigned GET (counted at the redirect);
+ * the page, HEAD, previews and gzip-stored files stay on the relay.
  */
 export const share = new Hono<AppEnv>().get("/:token", async (c) => {
   const { deps } = c.var;
@@ -61,6 +69,9 @@ export const share = new Hono<AppEnv>().get("/:token", async (c) => {
     }
     const response = await fileResponse(deps.store, file, request, {
       budget: capped ? linkBudget(deps, capped, file, "download") : undefined,
+      storeRedirect: {
+        expiresAt: Math.min(now + STORE_URL_TTL_MS, grant.expiresAt, file.expiresAt),
+      },
     });
     // The same URL answers a page to browsers: caches must tell the two apart.
     if (c.req.query("download") === undefined) response.headers.set("vary", "Accept");

@@ -39,6 +39,14 @@ export interface BlobStore {
   /** Size of the object at `key`, or null when there is none. */
   head(key: string): Promise<{ size: number } | null>;
 
+  /**
+   * Present only on stores a client can read from directly (S3): a presigned GET of `key`
+   * that answers with the given Content-Disposition and Content-Type (signed overrides), so
+   * the bytes need not pass through the relay. With `range`, the exact `Range` header value
+   * is signed too: the URL serves that range and nothing else.
+   */
+  createDownloadUrl?(key: string, request: DownloadUrlRequest): Promise<string>;
+
   /** Streams the object (or the byte range) at `key`, or null when there is none. */
   get(key: string, range?: ByteRange): Promise<{ body: ReadableStream; size: number } | null>;
 
@@ -97,6 +105,14 @@ export interface UploadUrlRequest {
   expiresAt: number;
   /** The relay's own origin, for stores whose uploads go through the relay. */
   relayOrigin: string;
+}
+
+export interface DownloadUrlRequest {
+  expiresAt: number;
+  contentDisposition: string;
+  contentType: string;
+  /** The client's `Range` header, as it will send it again to the store. */
+  range?: string;
 }
 
 export interface ExpectedContent {

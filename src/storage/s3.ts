@@ -4,6 +4,7 @@ import {
   ContentRejectedError,
   type BlobStore,
   type ByteRange,
+  type DownloadUrlRequest,
   type MultipartTarget,
   type PartUrlRequest,
   type PutInstructions,
@@ -58,16 +59,28 @@ export class S3BlobStore implements BlobStore {
     return this.multipart.abort(target);
   }
 
+  /**
+   * A presigned GET whose signature covers the response overrides (and the Range header
+   * when one is given): a client cannot change the name or type it is served under.
+   */
+  createDownloadUrl(key: string, request: DownloadUrlRequest): Promise<string> {
+    const headers: Record<string, string> = request.range ? { range: request.range } : {};
+    const query = {
+      "response-content-disposition": request.contentDisposition,
+      "response-content-type": request.contentType,
+    };
+    return this.http.presign("GET", key, headers, expiresInSeconds(request.expiresAt), query);
+  }
+
   private async presignPut(
     key: string,
     headers: Record<string, string>,
     expiresAt: number,
     query: Record<string, string> = {},
   ): Promise<PutInstructions> {
-    const expiresIn = Math.max(1, Math.floor((expiresAt - Date.now()) / 1000));
     return {
       method: "PUT",
-      url: await this.http.presign("PUT", key, headers, expiresIn, query),
+      url: await this.http.presign("PUT", key, headers, expiresInSeconds(expiresAt), query),
       headers,
     };
   }
@@ -129,4 +142,8 @@ export class S3BlobStore implements BlobStore {
     if (!response.ok && response.status !== 404)
       throw new Error(`S3 DELETE ${key} failed: ${response.status}`);
   }
+}
+
+function expiresInSeconds(expiresAt: number): number {
+  return Math.max(1, Math.floor((expiresAt - Date.now()) / 1000));
 }

@@ -50,7 +50,7 @@ export class RelayClient {
     const response = await app.fetch(new Request(url, init), this.env, ctx);
     await waitOnExecutionContext(ctx);
     if (!this.holding) await this.runQueued();
-    return response;
+    return followToStore(response, init);
   }
 
   /** Leaves queued verify jobs queued until `runQueued()`: to see a file while it is pending. */
@@ -111,4 +111,19 @@ export async function errorOf(
 ): Promise<{ status: number; code: string; message: string }> {
   const body = (await response.json()) as { error: { code: string; message: string } };
   return { status: response.status, ...body.error };
+}
+
+/**
+ * Follows a relay redirect to the store (a share-link download on S3) as curl -L or a browser
+ * would, resending only the Range; `redirect: "manual"` returns the redirect itself.
+ */
+async function followToStore(response: Response, init: RequestInit): Promise<Response> {
+  const location = response.headers.get("location");
+  if (init.redirect === "manual" || response.status !== 307 || !location) return response;
+  const range = new Headers(init.headers).get("range");
+  return fetch(location, {
+    method: init.method ?? "GET",
+    headers: range ? { range } : {},
+    signal: init.signal ?? null,
+  });
 }
