@@ -2,6 +2,7 @@ import { existsSync } from "node:fs";
 import { mkdir, mkdtemp, readFile, readdir, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { USAGE } from "../../agent-shim/src/help";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { TOKEN, startFakeRelay, type FakeRelay } from "./fake-relay";
 import { RUNTIMES, prepareShim, runShim, relayEnv } from "./run-shim";
@@ -233,7 +234,7 @@ describe.each(RUNTIMES)("airlock pull --extract under $name", ({ node }) => {
       expect(result.code).toBe(2);
       expect(result.stderrLines).toEqual([
         `airlock: --max-bytes needs a positive number of bytes (e.g. 500M, 20G), not "${value}"; ` +
-          "usage: airlock pull [--dir <dir>] [--json] [--extract] [--max-bytes <n>]",
+          `usage: ${USAGE.pull}`,
       ]);
       expect(relay.calls).toEqual([]);
     },
