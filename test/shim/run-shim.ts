@@ -1,7 +1,8 @@
-import { execFileSync, spawn } from "node:child_process";
+import { execFileSync, spawn, type ChildProcessByStdio } from "node:child_process";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import type { Readable } from "node:stream";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
 
@@ -71,6 +72,13 @@ export function runShim(args: string[], options: RunOptions = {}): Promise<ShimR
     stdio: ["ignore", "pipe", "pipe"],
     timeout: options.timeoutMs ?? 60_000,
   });
+  return collectRun(child);
+}
+
+/** Collects a shim process's exit code, stdout and stderr once it has closed. */
+export function collectRun(
+  child: ChildProcessByStdio<null, Readable, Readable>,
+): Promise<ShimResult> {
   const out: Buffer[] = [];
   const err: Buffer[] = [];
   child.stdout.on("data", (chunk: Buffer) => out.push(chunk));

@@ -3,7 +3,7 @@ import { existsSync } from "node:fs";
 import { mkdir, symlink } from "node:fs/promises";
 import { delimiter, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { SHIM, type ShimResult } from "./run-shim";
+import { collectRun, SHIM, type ShimResult } from "./run-shim";
 
 // How the contract suite runs each of the three shims: the Node bundle, the Python shim (with
 // neither node nor curl on its PATH) and the POSIX sh shim under dash.
@@ -116,23 +116,5 @@ export function runDriver(driver: ShimDriver, args: string[], run: DriverRun): P
     stdio: ["ignore", "pipe", "pipe"],
     timeout: run.timeoutMs ?? 120_000,
   });
-  const out: Buffer[] = [];
-  const err: Buffer[] = [];
-  child.stdout.on("data", (chunk: Buffer) => out.push(chunk));
-  child.stderr.on("data", (chunk: Buffer) => err.push(chunk));
-  return new Promise((resolve, reject) => {
-    child.once("error", reject);
-    child.once("close", (code, signal) => {
-      const stdoutBytes = Buffer.concat(out);
-      const stderr = Buffer.concat(err).toString("utf8");
-      resolve({
-        code,
-        signal,
-        stdout: stdoutBytes.toString("utf8"),
-        stdoutBytes,
-        stderr,
-        stderrLines: stderr === "" ? [] : stderr.replace(/\n$/, "").split("\n"),
-      });
-    });
-  });
+  return collectRun(child);
 }
