@@ -2,12 +2,11 @@
 -- or "owner:<name>" when the operator minted it with an `owner` (that user's sandboxes
 -- share dedup). Files carry their session's scope so the dedup look-up is one indexed read.
 ALTER TABLE sessions ADD COLUMN owner TEXT;
-ALTER TABLE sessions ADD COLUMN scope TEXT;
-UPDATE sessions SET scope = id WHERE scope IS NULL;
 
+-- A session's scope follows from its row (src/db/sessions.ts `SESSION_SCOPE_SQL`); sessions
+-- minted before owners existed have none, so their files' scope is their session.
 ALTER TABLE files ADD COLUMN scope TEXT;
-UPDATE files SET scope = (SELECT scope FROM sessions WHERE sessions.id = files.session_id)
-  WHERE scope IS NULL;
+UPDATE files SET scope = session_id WHERE scope IS NULL;
 CREATE INDEX files_by_scope_sha256 ON files (scope, sha256);
 
 -- Files still waiting for the verification queue, oldest first (the sweep re-enqueues

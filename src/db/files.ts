@@ -1,4 +1,4 @@
-import { sessionUsageSql } from "./sessions";
+import { SESSION_SCOPE_SQL, sessionUsageSql } from "./sessions";
 
 /** A file as users see it: a name and a lifetime over stored bytes it knows the place of. */
 export interface FileRow {
@@ -57,7 +57,7 @@ const COLUMNS = `id, session_id, name, size, sha256, content_type, encoding, sto
                  created_at, expires_at, scope`;
 
 /** A file's dedup scope is its session's, read in the insert itself (bound to the session id). */
-const SCOPE_OF_SESSION = "(SELECT scope FROM sessions WHERE id = ?)";
+const SCOPE_OF_SESSION = `(SELECT ${SESSION_SCOPE_SQL} FROM sessions WHERE id = ?)`;
 
 function values(file: FileRow): unknown[] {
   return [
@@ -99,7 +99,7 @@ export async function insertFileWithinQuota(
     .prepare(
       `INSERT INTO files (${COLUMNS})
        SELECT ?3, ?1, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13,
-              (SELECT scope FROM sessions WHERE id = ?1)
+              (SELECT ${SESSION_SCOPE_SQL} FROM sessions WHERE id = ?1)
        WHERE ${sessionUsageSql()} + ?5 <= ?14`,
     )
     .bind(file.sessionId, now, ...values(file).filter((_, i) => i !== 1), quotaBytes)

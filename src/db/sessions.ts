@@ -17,7 +17,6 @@ interface SessionRow {
   destinations: string;
   quota_bytes: number;
   owner: string | null;
-  scope: string | null;
   created_at: number;
   expires_at: number;
   revoked_at: number | null;
@@ -28,21 +27,23 @@ export function scopeOf(sessionId: string, owner: string | null): string {
   return owner === null ? sessionId : `owner:${owner}`;
 }
 
+/** `scopeOf` in SQL, over a `sessions` row. */
+export const SESSION_SCOPE_SQL = "COALESCE('owner:' || owner, id)";
+
 export async function insertSession(
   db: D1Database,
-  session: Omit<Session, "revokedAt">,
+  session: Omit<Session, "revokedAt" | "scope">,
 ): Promise<void> {
   await db
     .prepare(
-      `INSERT INTO sessions (id, destinations, quota_bytes, owner, scope, created_at, expires_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?)`,
+      `INSERT INTO sessions (id, destinations, quota_bytes, owner, created_at, expires_at)
+       VALUES (?, ?, ?, ?, ?, ?)`,
     )
     .bind(
       session.id,
       JSON.stringify(session.destinations),
       session.quotaBytes,
       session.owner,
-      session.scope,
       session.createdAt,
       session.expiresAt,
     )
@@ -57,7 +58,7 @@ export async function findSession(db: D1Database, id: string): Promise<Session |
     destinations: JSON.parse(row.destinations) as string[],
     quotaBytes: row.quota_bytes,
     owner: row.owner,
-    scope: row.scope ?? row.id,
+    scope: scopeOf(row.id, row.owner),
     createdAt: row.created_at,
     expiresAt: row.expires_at,
     revokedAt: row.revoked_at,

@@ -3,7 +3,7 @@ import { z } from "zod";
 import type { AppEnv } from "../app-env";
 import { requireCaller } from "../auth/middleware";
 import { createSessionToken } from "../auth/session-token";
-import { findSession, insertSession, revokeSession, scopeOf } from "../db/sessions";
+import { findSession, insertSession, revokeSession } from "../db/sessions";
 import { AppError } from "../errors";
 import { isId, newId } from "../ids";
 import { readJson } from "../http/json-body";
@@ -45,7 +45,6 @@ export const sessions = new Hono<AppEnv>()
     const session = {
       id,
       owner,
-      scope: scopeOf(id, owner),
       destinations: [...new Set(body.destinations ?? [])],
       quotaBytes: body.quotaBytes ?? config.sessionQuotaBytes,
       createdAt: now,
