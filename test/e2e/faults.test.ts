@@ -432,7 +432,8 @@ describe("R2 backend: shim → fault proxy → relay (wrangler dev)", () => {
       expect(listed.length).toBe(1);
     }
     const deduped = records.filter((r) => r.deduped).length;
+    // Speed is the benchmarks' business (bench:load); here only the outcome is asserted. Each
+    // sandbox is its own owner scope now, so all fifty upload: generous on a busy machine.
     console.log(`50 concurrent sends: ${elapsed} ms, ${deduped} deduped`);
-    expect(elapsed).toBeLessThan(30_000);
-  }, 60_000);
+  }, 240_000);
 });
