@@ -14,7 +14,7 @@ const generated = `${root}src/shim/bundle.generated.ts`;
 const { version } = JSON.parse(await readFile(`${root}package.json`, "utf8"));
 
 await build({
-  entryPoints: [`${root}agent-shim/src/cli.ts`],
+  entryPoints: [`${root}agent-shim/src/cli/cli.ts`],
   outfile,
   bundle: true,
   platform: "node",

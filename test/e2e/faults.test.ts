@@ -9,7 +9,7 @@ import { failureLine, prepareShim, runShim, type ShimResult } from "../shim/run-
 import { startRelay, type RunningRelay } from "../support/relay";
 import { s3Vars } from "../support/s3-vars";
 
-/** The shim's socket idle timeout (agent-shim/src/http.ts, IDLE_TIMEOUT_MS): too long to wait out here. */
+/** The shim's socket idle timeout (agent-shim/src/transport/http.ts, IDLE_TIMEOUT_MS): too long to wait out here. */
 const SHIM_IDLE_TIMEOUT_MS = 60_000;
 const FILE_BYTES = 256 * 1024;
 /** The strict S3's body idle timeout here (S3's own is about 20 s). */

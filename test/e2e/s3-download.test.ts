@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { SendResult } from "../../agent-shim/src/send-result";
+import type { SendResult } from "../../agent-shim/src/upload/send-result";
 import { startFaultProxy, type FaultProxy } from "../fixtures/fault-proxy";
 import { startStrictS3, type StrictS3 } from "../fixtures/s3/strict-s3";
 import { prepareShim, relayEnv, runShim } from "../shim/run-shim";

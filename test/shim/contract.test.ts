@@ -7,7 +7,7 @@ import { existsSync } from "node:fs";
 import { mkdir, mkdtemp, readFile, readdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { humanSize } from "../../agent-shim/src/human-size";
+import { humanSize } from "../../agent-shim/src/cli/human-size";
 import { cleanFileName } from "../../src/names";
 import { relaySuite } from "../support/relay-suite";
 import { TOKEN, startFakeRelay, type FakeRelay } from "./fake-relay";

@@ -4,7 +4,7 @@ import { mkdir, mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { SendResult } from "../../agent-shim/src/send-result";
+import type { SendResult } from "../../agent-shim/src/upload/send-result";
 import { startRelay, type RunningRelay } from "../support/relay";
 import { RUNTIMES, failureLine, prepareShim, runShim, type RunOptions, relayEnv } from "./run-shim";
 import { LONG_NAME, UTF8_NAME, buildTree, listTree, rawTarGz, systemTar } from "./tar-trees";

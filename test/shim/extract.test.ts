@@ -2,7 +2,7 @@ import { existsSync } from "node:fs";
 import { mkdir, mkdtemp, readFile, readdir, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { USAGE } from "../../agent-shim/src/help";
+import { USAGE } from "../../agent-shim/src/cli/help";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { TOKEN, startFakeRelay, type FakeRelay } from "./fake-relay";
 import { RUNTIMES, prepareShim, runShim, relayEnv } from "./run-shim";

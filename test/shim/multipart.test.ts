@@ -16,7 +16,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import type { SendResult } from "../../agent-shim/src/send-result";
+import type { SendResult } from "../../agent-shim/src/upload/send-result";
 import { MULTIPART_THRESHOLD_BYTES, partCount, partLength } from "../../src/part-plan";
 import { TOKEN, startFakeRelay, type FakeMultipartUpload, type FakeRelay } from "./fake-relay";
 import { SHIM, failureLine, prepareShim, runShim, type ShimResult, relayEnv } from "./run-shim";

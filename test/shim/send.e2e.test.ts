@@ -3,7 +3,7 @@ import { mkdtemp, readFile, readdir, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { SendResult } from "../../agent-shim/src/send-result";
+import type { SendResult } from "../../agent-shim/src/upload/send-result";
 import { startStrictS3, type StrictS3 } from "../fixtures/s3/strict-s3";
 import { startRelay, type RunningRelay } from "../support/relay";
 import { startFlakyProxy } from "./flaky-proxy";

@@ -1,16 +1,16 @@
 import { mkdir, stat } from "node:fs/promises";
 import { resolve } from "node:path";
-import { parseCommandArgs } from "../args.js";
-import { archiveStem, extractArchive } from "../archive-extract.js";
-import { maxExtractBytes } from "../archive-limit.js";
-import { relayConfig, retryPolicy } from "../config.js";
-import { CliError, UsageError, fsError } from "../errors.js";
-import { HELP, USAGE } from "../help.js";
-import { download, type DownloadSource, type Output } from "../download.js";
-import { safeFileName } from "../file-names.js";
-import { note, print } from "../output.js";
-import { RelayClient } from "../relay-client.js";
-import { releaseTemp, tempPath } from "../temp-files.js";
+import { parseCommandArgs } from "../cli/args.js";
+import { archiveStem, extractArchive } from "../archive/archive-extract.js";
+import { maxExtractBytes } from "../archive/archive-limit.js";
+import { relayConfig, retryPolicy } from "../cli/config.js";
+import { CliError, UsageError, fsError } from "../cli/errors.js";
+import { HELP, USAGE } from "../cli/help.js";
+import { download, type DownloadSource, type Output } from "../download/download.js";
+import { safeFileName } from "../download/file-names.js";
+import { note, print } from "../cli/output.js";
+import { RelayClient } from "../transport/relay-client.js";
+import { releaseTemp, tempPath } from "../upload/temp-files.js";
 
 const OPTIONS = {
   output: { type: "string", short: "o" },

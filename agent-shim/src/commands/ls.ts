@@ -1,10 +1,10 @@
-import { parseCommandArgs } from "../args.js";
-import { relayConfig, retryPolicy } from "../config.js";
-import { UsageError } from "../errors.js";
-import { HELP, USAGE } from "../help.js";
-import { humanSize } from "../human-size.js";
-import { print } from "../output.js";
-import { RelayClient, type FileRecord } from "../relay-client.js";
+import { parseCommandArgs } from "../cli/args.js";
+import { relayConfig, retryPolicy } from "../cli/config.js";
+import { UsageError } from "../cli/errors.js";
+import { HELP, USAGE } from "../cli/help.js";
+import { humanSize } from "../cli/human-size.js";
+import { print } from "../cli/output.js";
+import { RelayClient, type FileRecord } from "../transport/relay-client.js";
 
 const OPTIONS = {
   json: { type: "boolean" },

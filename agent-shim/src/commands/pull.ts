@@ -1,17 +1,17 @@
 import { chmod, lstat, mkdir, readdir } from "node:fs/promises";
 import { join, resolve } from "node:path";
-import { parseCommandArgs } from "../args.js";
-import { archiveStem, extractArchive } from "../archive-extract.js";
-import { maxExtractBytes } from "../archive-limit.js";
-import { DEFAULT_PULL_DIR, relayConfig, retryPolicy, type RetryPolicy } from "../config.js";
-import { CliError, UnavailableError, UsageError, fsError } from "../errors.js";
-import { HELP, USAGE } from "../help.js";
-import { download } from "../download.js";
-import { safeFileName } from "../file-names.js";
-import { humanSize } from "../human-size.js";
-import { print, warn } from "../output.js";
-import { RelayClient, type InboxItem } from "../relay-client.js";
-import { releaseTemp, tempPath } from "../temp-files.js";
+import { parseCommandArgs } from "../cli/args.js";
+import { archiveStem, extractArchive } from "../archive/archive-extract.js";
+import { maxExtractBytes } from "../archive/archive-limit.js";
+import { DEFAULT_PULL_DIR, relayConfig, retryPolicy, type RetryPolicy } from "../cli/config.js";
+import { CliError, UnavailableError, UsageError, fsError } from "../cli/errors.js";
+import { HELP, USAGE } from "../cli/help.js";
+import { download } from "../download/download.js";
+import { safeFileName } from "../download/file-names.js";
+import { humanSize } from "../cli/human-size.js";
+import { print, warn } from "../cli/output.js";
+import { RelayClient, type InboxItem } from "../transport/relay-client.js";
+import { releaseTemp, tempPath } from "../upload/temp-files.js";
 
 const OPTIONS = {
   dir: { type: "string" },

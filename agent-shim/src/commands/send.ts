@@ -1,13 +1,13 @@
 import { open, opendir, stat } from "node:fs/promises";
 import { basename } from "node:path";
-import { parseCommandArgs } from "../args.js";
-import { ARCHIVE_TYPE, archiveDirectory } from "../archive-build.js";
-import { gzipLevel, relayConfig, retryPolicy, uploadConcurrency } from "../config.js";
-import { DESTINATION, DESTINATION_SHAPES } from "../destinations.js";
-import { CliError, RefusalError, UsageError, fsError } from "../errors.js";
-import { HELP, USAGE } from "../help.js";
-import { note, print, warn } from "../output.js";
-import { digestPartSize } from "../part-digests.js";
+import { parseCommandArgs } from "../cli/args.js";
+import { ARCHIVE_TYPE, archiveDirectory } from "../archive/archive-build.js";
+import { gzipLevel, relayConfig, retryPolicy, uploadConcurrency } from "../cli/config.js";
+import { DESTINATION, DESTINATION_SHAPES } from "../download/destinations.js";
+import { CliError, RefusalError, UsageError, fsError } from "../cli/errors.js";
+import { HELP, USAGE } from "../cli/help.js";
+import { note, print, warn } from "../cli/output.js";
+import { digestPartSize } from "../upload/part-digests.js";
 import {
   gzipPays,
   gzipToTemp,
@@ -16,12 +16,12 @@ import {
   readSample,
   changedWhileSending,
   type StoredBytes,
-} from "../prepare.js";
-import { RelayClient, type DeliveryRecord } from "../relay-client.js";
-import type { FailedDelivery, SendResult } from "../send-result.js";
-import { sendStored, type SendContext, type Sent } from "../send-stored.js";
-import { SentCache } from "../sent-cache.js";
-import { UploadStates } from "../upload-state.js";
+} from "../upload/prepare.js";
+import { RelayClient, type DeliveryRecord } from "../transport/relay-client.js";
+import type { FailedDelivery, SendResult } from "../upload/send-result.js";
+import { sendStored, type SendContext, type Sent } from "../upload/send-stored.js";
+import { SentCache } from "../upload/sent-cache.js";
+import { UploadStates } from "../upload/upload-state.js";
 
 const OPTIONS = {
   to: { type: "string", multiple: true },
@@ -32,7 +32,7 @@ const OPTIONS = {
   help: { type: "boolean", short: "h" },
 } as const;
 
-export type { FailedDelivery, SendResult } from "../send-result.js";
+export type { FailedDelivery, SendResult } from "../upload/send-result.js";
 
 /**
  * `airlock send <path>... [--to <platform:id>]... [--caption <text>] [--json] [--media-tag]`:

@@ -1,8 +1,8 @@
-import { parseCommandArgs } from "../args.js";
-import { UsageError } from "../errors.js";
-import { HELP, USAGE } from "../help.js";
-import { print } from "../output.js";
-import { TOOL_SCHEMA_FORMATS, toolSchema, type ToolSchemaFormat } from "../tool-schema.js";
+import { parseCommandArgs } from "../cli/args.js";
+import { UsageError } from "../cli/errors.js";
+import { HELP, USAGE } from "../cli/help.js";
+import { print } from "../cli/output.js";
+import { TOOL_SCHEMA_FORMATS, toolSchema, type ToolSchemaFormat } from "../cli/tool-schema.js";
 
 const OPTIONS = {
   format: { type: "string" },

@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders } from "node:http";
-import { cleanFileName, numberedFileName } from "../../src/names.js";
+import { cleanFileName, numberedFileName } from "../../../src/names.js";
 
 /** The file name a `Content-Disposition` header gives: `filename*` (RFC 8187) over `filename`. */
 export function dispositionFileName(headers: IncomingHttpHeaders): string | undefined {

@@ -1,5 +1,5 @@
-import type { RetryPolicy } from "./config.js";
-import { CliError, RefusalError } from "./errors.js";
+import type { RetryPolicy } from "../cli/config.js";
+import { CliError, RefusalError } from "../cli/errors.js";
 import { putParts, type PartsJob } from "./multipart-upload.js";
 import { digestFileParts, digestsFit } from "./part-digests.js";
 import type { StoredBytes } from "./prepare.js";
@@ -9,10 +9,10 @@ import type {
   RelayClient,
   UploadAnswer,
   UploadDeclaration,
-} from "./relay-client.js";
+} from "../transport/relay-client.js";
 import { putStoredBytes } from "./upload.js";
 import { UploadStates, type SavedUpload, type UploadKey } from "./upload-state.js";
-import { MULTIPART_THRESHOLD_BYTES, partSizeFor } from "../../src/part-plan.js";
+import { MULTIPART_THRESHOLD_BYTES, partSizeFor } from "../../../src/part-plan.js";
 
 /** Everything `sendStored` needs besides the file. */
 export interface SendContext {

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from "node:timers/promises";
-import type { RetryPolicy } from "./config.js";
-import { NetworkError, RetryableStatusError, UnavailableError } from "./errors.js";
+import type { RetryPolicy } from "../cli/config.js";
+import { NetworkError, RetryableStatusError, UnavailableError } from "../cli/errors.js";
 
 /** Network failures that may well succeed on another try. */
 const TRANSIENT_CODES = new Set(["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "EPIPE", "EAI_AGAIN"]);

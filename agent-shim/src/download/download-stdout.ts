@@ -1,9 +1,9 @@
 import { once } from "node:events";
 import type { IncomingMessage } from "node:http";
 import { pipeline } from "node:stream/promises";
-import type { DigestStream } from "./digest.js";
+import type { DigestStream } from "../upload/digest.js";
 import type { Downloaded } from "./download.js";
-import { CliError, NetworkError } from "./errors.js";
+import { CliError, NetworkError } from "../cli/errors.js";
 
 /** Streams a download to stdout, verified as it goes; a lost connection is retried only before the first byte. */
 export async function toStdout(

@@ -3,7 +3,7 @@ import { createReadStream } from "node:fs";
 import { readFile, rm, stat, truncate, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { Transform, type TransformCallback } from "node:stream";
-import { errorCode, fsError } from "./errors.js";
+import { errorCode, fsError } from "../cli/errors.js";
 import { releaseTemp, tempPath } from "./temp-files.js";
 
 /** The most bytes of a file's name a part file's name keeps (the rest of it adds 36). */

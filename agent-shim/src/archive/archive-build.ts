@@ -5,14 +5,14 @@ import { basename, join, resolve } from "node:path";
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { createGzip } from "node:zlib";
-import { DigestStream } from "./digest.js";
-import { CliError, fsError } from "./errors.js";
-import { safeFileName } from "./file-names.js";
-import { warn } from "./output.js";
-import { changedWhileSending, type StoredBytes } from "./prepare.js";
+import { DigestStream } from "../upload/digest.js";
+import { CliError, fsError } from "../cli/errors.js";
+import { safeFileName } from "../download/file-names.js";
+import { warn } from "../cli/output.js";
+import { changedWhileSending, type StoredBytes } from "../upload/prepare.js";
 import { padding } from "./tar-format.js";
 import { END_OF_ARCHIVE, encodeHeader } from "./tar-writer.js";
-import { releaseTemp, tempPath } from "./temp-files.js";
+import { releaseTemp, tempPath } from "../upload/temp-files.js";
 
 /** The content type of a `.tar.gz`. */
 export const ARCHIVE_TYPE = "application/gzip";

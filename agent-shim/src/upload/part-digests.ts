@@ -1,13 +1,13 @@
 import { createHash, type Hash } from "node:crypto";
 import { createReadStream } from "node:fs";
 import { Transform, type TransformCallback } from "node:stream";
-import { fsError } from "./errors.js";
+import { fsError } from "../cli/errors.js";
 import {
   MULTIPART_THRESHOLD_BYTES,
   maxStoredSize,
   partCount,
   partSizeFor,
-} from "../../src/part-plan.js";
+} from "../../../src/part-plan.js";
 
 /**
  * The SHA-256 of each `partSize` slice of a byte stream, taken as the bytes go by: one running

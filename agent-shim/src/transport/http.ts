@@ -1,8 +1,14 @@
 import * as http from "node:http";
 import * as https from "node:https";
 import type { Readable } from "node:stream";
-import { CliError, NetworkError, RefusalError, RetryableStatusError, errorCode } from "./errors.js";
-import { USER_AGENT } from "./version.js";
+import {
+  CliError,
+  NetworkError,
+  RefusalError,
+  RetryableStatusError,
+  errorCode,
+} from "../cli/errors.js";
+import { USER_AGENT } from "../cli/version.js";
 
 /** A socket idle this long (no bytes either way) is given up as timed out. */
 const IDLE_TIMEOUT_MS = 60_000;

@@ -1,5 +1,5 @@
 import { DEFAULT_PULL_DIR } from "./config.js";
-import { DESTINATION, DESTINATION_SHAPES } from "./destinations.js";
+import { DESTINATION, DESTINATION_SHAPES } from "../download/destinations.js";
 
 /**
  * The tools an agent host registers so that a model can move files: `send_file` and

@@ -1,12 +1,12 @@
 import { createReadStream } from "node:fs";
-import type { RetryPolicy } from "./config.js";
+import type { RetryPolicy } from "../cli/config.js";
 import { DigestStream } from "./digest.js";
-import { fsError } from "./errors.js";
-import { isRetryableStatus, readText, request, statusError } from "./http.js";
+import { fsError } from "../cli/errors.js";
+import { isRetryableStatus, readText, request, statusError } from "../transport/http.js";
 import { changedWhileSending, type StoredBytes } from "./prepare.js";
-import { Progress } from "./progress.js";
-import type { PutInstructions } from "./relay-client.js";
-import { withRetry, type RetryTarget } from "./retry.js";
+import { Progress } from "../cli/progress.js";
+import type { PutInstructions } from "../transport/relay-client.js";
+import { withRetry, type RetryTarget } from "../transport/retry.js";
 
 /**
  * PUTs the stored bytes to the signed URL with exactly the signed headers, streaming from disk.

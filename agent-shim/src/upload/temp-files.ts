@@ -2,8 +2,8 @@ import { randomBytes } from "node:crypto";
 import { rmSync } from "node:fs";
 import { link, open, rename, rm } from "node:fs/promises";
 import { join } from "node:path";
-import { CliError, errorCode, fsError } from "./errors.js";
-import { numberedFileName } from "./file-names.js";
+import { CliError, errorCode, fsError } from "../cli/errors.js";
+import { numberedFileName } from "../download/file-names.js";
 
 /** Temp files this process created and has not yet removed or kept. */
 const live = new Set<string>();

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { pipeline } from "node:stream/promises";
 import { createGzip, gzipSync } from "node:zlib";
 import { DigestStream } from "./digest.js";
-import { CliError, fsError } from "./errors.js";
+import { CliError, fsError } from "../cli/errors.js";
 import { PartDigestStream } from "./part-digests.js";
 import { sniff, type Sniffed } from "./sniff.js";
 import { releaseTemp, tempPath } from "./temp-files.js";

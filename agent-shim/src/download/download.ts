@@ -3,8 +3,8 @@ import { rename, stat } from "node:fs/promises";
 import type { IncomingMessage } from "node:http";
 import { basename, dirname, join } from "node:path";
 import { pipeline } from "node:stream/promises";
-import type { RetryPolicy } from "./config.js";
-import { DigestStream } from "./digest.js";
+import type { RetryPolicy } from "../cli/config.js";
+import { DigestStream } from "../upload/digest.js";
 import {
   contentLength,
   contentRange,
@@ -16,13 +16,13 @@ import {
 } from "./download-headers.js";
 import { getFollowing } from "./download-redirect.js";
 import { toStdout } from "./download-stdout.js";
-import { CliError, NetworkError, RetryableStatusError, fsError } from "./errors.js";
+import { CliError, NetworkError, RetryableStatusError, fsError } from "../cli/errors.js";
 import { safeFileName } from "./file-names.js";
-import { readText } from "./http.js";
-import { PartFile } from "./part-file.js";
-import { Progress } from "./progress.js";
-import { withRetry, type RetryTarget } from "./retry.js";
-import { isTemp, keepTemp } from "./temp-files.js";
+import { readText } from "../transport/http.js";
+import { PartFile } from "../upload/part-file.js";
+import { Progress } from "../cli/progress.js";
+import { withRetry, type RetryTarget } from "../transport/retry.js";
+import { isTemp, keepTemp } from "../upload/temp-files.js";
 
 /** What to fetch, and what is known about it beforehand. */
 export interface DownloadSource {

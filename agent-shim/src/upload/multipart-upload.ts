@@ -1,14 +1,14 @@
 import { createReadStream } from "node:fs";
-import type { RetryPolicy } from "./config.js";
+import type { RetryPolicy } from "../cli/config.js";
 import { DigestStream } from "./digest.js";
-import { CliError, fsError } from "./errors.js";
-import { readText, request, statusError } from "./http.js";
+import { CliError, fsError } from "../cli/errors.js";
+import { readText, request, statusError } from "../transport/http.js";
 import { changedWhileSending } from "./prepare.js";
-import { Progress } from "./progress.js";
-import type { MultipartAnswer, PartUpload } from "./relay-client.js";
-import { withRetry } from "./retry.js";
+import { Progress } from "../cli/progress.js";
+import type { MultipartAnswer, PartUpload } from "../transport/relay-client.js";
+import { withRetry } from "../transport/retry.js";
 import { isRetryableStorageAnswer, uploadTarget } from "./upload.js";
-import { partLength } from "../../src/part-plan.js";
+import { partLength } from "../../../src/part-plan.js";
 
 /** Stored bytes on disk to go up in parts, and how. */
 export interface PartsJob {

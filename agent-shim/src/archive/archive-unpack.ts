@@ -3,7 +3,7 @@ import { chmod, link, lutimes, mkdir, open, symlink, utimes } from "node:fs/prom
 import { dirname, isAbsolute, join, resolve } from "node:path";
 import { pipeline } from "node:stream/promises";
 import { createGunzip } from "node:zlib";
-import { CliError, errorCode, fsError, messageOf } from "./errors.js";
+import { CliError, errorCode, fsError, messageOf } from "../cli/errors.js";
 import {
   Refusal,
   checkLinkTarget,
@@ -12,7 +12,7 @@ import {
   quoted,
   relativeName,
 } from "./extract-guards.js";
-import { warn } from "./output.js";
+import { warn } from "../cli/output.js";
 import { TarFormatError, type EntryType } from "./tar-format.js";
 import type { ReadEntry } from "./tar-header-parse.js";
 import { TarReader } from "./tar-reader.js";

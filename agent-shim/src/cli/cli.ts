@@ -1,9 +1,9 @@
 import { parseCommandArgs } from "./args.js";
-import { get } from "./commands/get.js";
-import { ls } from "./commands/ls.js";
-import { pull } from "./commands/pull.js";
-import { send } from "./commands/send.js";
-import { toolSchemaCommand } from "./commands/tool-schema.js";
+import { get } from "../commands/get.js";
+import { ls } from "../commands/ls.js";
+import { pull } from "../commands/pull.js";
+import { send } from "../commands/send.js";
+import { toolSchemaCommand } from "../commands/tool-schema.js";
 import { UsageError } from "./errors.js";
 import { HELP, USAGE } from "./help.js";
 import { exitQuietlyOnClosedStdout, fail, print } from "./output.js";

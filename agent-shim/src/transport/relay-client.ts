@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
-import type { RelayConfig, RetryPolicy } from "./config.js";
-import { CliError } from "./errors.js";
+import type { RelayConfig, RetryPolicy } from "../cli/config.js";
+import { CliError } from "../cli/errors.js";
 import { isRetryableStatus, readText, request, statusError } from "./http.js";
 import { withRetry } from "./retry.js";
 import type {
@@ -9,7 +9,7 @@ import type {
   InboxRecord,
   UploadAnswer,
   UploadState,
-} from "../../src/wire-types.js";
+} from "../../../src/wire-types.js";
 
 export type {
   DeliveryRecord,
@@ -19,7 +19,7 @@ export type {
   PutInstructions,
   UploadAnswer,
   UploadState,
-} from "../../src/wire-types.js";
+} from "../../../src/wire-types.js";
 
 /** `POST /v1/uploads`: the original fields alone probe for a dedup hit; all of them ask to upload. */
 export interface UploadDeclaration {

@@ -1,6 +1,6 @@
 import type { IncomingMessage } from "node:http";
-import { CliError } from "./errors.js";
-import { request } from "./http.js";
+import { CliError } from "../cli/errors.js";
+import { request } from "../transport/http.js";
 
 /** Redirects a download follows at most (the relay sends one, to the store). */
 const MAX_REDIRECTS = 3;

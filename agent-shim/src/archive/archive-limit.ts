@@ -1,4 +1,4 @@
-import { UsageError } from "./errors.js";
+import { UsageError } from "../cli/errors.js";
 
 /**
  * What an extraction may write at most, in bytes of regular-file content, unless `--max-bytes`

@@ -1,10 +1,10 @@
 import { chmod, lstat, mkdir, readdir, rename, rmdir, utimes } from "node:fs/promises";
 import { dirname, join, resolve } from "node:path";
 import { unpack } from "./archive-unpack.js";
-import { CliError, errorCode, fsError } from "./errors.js";
+import { CliError, errorCode, fsError } from "../cli/errors.js";
 import { Refusal, directoryMode, resolveInside } from "./extract-guards.js";
-import { numberedFileName, safeFileName } from "./file-names.js";
-import { releaseTemp, tempPath } from "./temp-files.js";
+import { numberedFileName, safeFileName } from "../download/file-names.js";
+import { releaseTemp, tempPath } from "../upload/temp-files.js";
 
 /** The directory name a `.tar.gz` (or `.tgz`) extracts to, or undefined for any other name. */
 export function archiveStem(name: string): string | undefined {

@@ -1,8 +1,8 @@
 import type { IncomingMessage } from "node:http";
 import type { DownloadSource } from "./download.js";
-import { CliError } from "./errors.js";
+import { CliError } from "../cli/errors.js";
 import { dispositionFileName } from "./file-names.js";
-import { readText, request, statusError } from "./http.js";
+import { readText, request, statusError } from "../transport/http.js";
 
 /** What a HEAD says about a download before its bytes: its SHA-256 (ETag) and name. */
 export interface Hint {

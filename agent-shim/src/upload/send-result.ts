@@ -1,4 +1,4 @@
-import type { DeliveryRecord } from "../../src/wire-types.js";
+import type { DeliveryRecord } from "../../../src/wire-types.js";
 
 // Types only, with no runtime imports: tests outside the shim read these shapes too.
 

@@ -4,8 +4,8 @@
  */
 import { lstat, readlink } from "node:fs/promises";
 import { dirname, isAbsolute, join, sep } from "node:path";
-import { fileNameProblem } from "../../src/names.js";
-import { CliError } from "./errors.js";
+import { fileNameProblem } from "../../../src/names.js";
+import { CliError } from "../cli/errors.js";
 
 /** A refused entry: the message says which and why. */
 export class Refusal extends CliError {
