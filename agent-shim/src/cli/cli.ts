@@ -2,6 +2,7 @@ import { parseCommandArgs } from "./args.js";
 import { get } from "../commands/get.js";
 import { ls } from "../commands/ls.js";
 import { pull } from "../commands/pull.js";
+import { request } from "../commands/request.js";
 import { send } from "../commands/send.js";
 import { toolSchemaCommand } from "../commands/tool-schema.js";
 import { UsageError } from "./errors.js";
@@ -14,6 +15,7 @@ const COMMANDS: Record<string, (args: string[]) => Promise<void>> = {
   get,
   pull,
   ls,
+  request,
   "tool-schema": toolSchemaCommand,
 };
 
