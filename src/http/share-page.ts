@@ -1,8 +1,9 @@
+import { html } from "hono/html";
 import type { FileRow } from "../db/files";
 import type { Deps } from "../deps";
 import type { AppError } from "../errors";
 import { humanSize } from "../services/human-size";
-import { escapeHtml, htmlPage } from "./share-page/html";
+import { htmlPage, type Html } from "./share-page/html";
 import { loadPreview, type PageLimit } from "./share-page/preview";
 import { renderPreview } from "./share-page/render-preview";
 
@@ -37,38 +38,42 @@ export interface LinkTimes {
 
 /**
  * The share page: the file's name, size, type and expiry, a download link and a preview.
- * Everything from the file is escaped and no script runs (see `htmlPage`). A pending file
- * (not verified yet) shows no SHA-256: it would only be what the uploader claimed.
+ * Everything from the file is escaped (Hono's `html`) and no script runs (see `htmlPage`).
+ * A pending file (not verified yet) shows no SHA-256: it would only be what the uploader claimed.
  */
 export async function sharePage(deps: Deps, file: FileRow, link: LinkTimes): Promise<Response> {
-  const name = escapeHtml(file.name);
-  const size = `${humanSize(file.size)}${file.size >= 1000 ? ` <span class="note">(${file.size.toLocaleString("en-US")} bytes)</span>` : ""}`;
+  // prettier-ignore
+  const exact = file.size >= 1000 ? html` <span class="note">(${file.size.toLocaleString("en-US")} bytes)</span>` : "";
   const expires = new Date(Math.floor(link.expiresAt / 1000) * 1000)
     .toISOString()
     .replace(".000Z", "Z");
-  const body = `<h1>${name}</h1>
+  // prettier-ignore
+  const body = html`<h1>${file.name}</h1>
 <dl>
-<dt>Size</dt><dd>${size}</dd>
-<dt>Type</dt><dd>${escapeHtml(file.contentType)}</dd>
+<dt>Size</dt><dd>${humanSize(file.size)}${exact}</dd>
+<dt>Type</dt><dd>${file.contentType}</dd>
 <dt>Link expires</dt><dd><time datetime="${expires}">${expires.replace("T", " ").replace("Z", " UTC")}</time> (${relativeTime(link.expiresAt - link.now)})</dd>
 ${downloadsRow(link)}${checksumRow(file)}</dl>
-<p><a class="button" href="?download=1" download="${name}">Download (${humanSize(file.size)})</a></p>
+<p><a class="button" href="?download=1" download="${file.name}">Download (${humanSize(file.size)})</a></p>
 ${renderPreview(await loadPreview(deps, file, link.limit), file.name)}`;
   return htmlPage(200, `${file.name} · Airlock`, body);
 }
 
 /** "Downloads left: 3 of 5" for a link with a limit (a begun download counts); nothing otherwise. */
-function downloadsRow(link: LinkTimes): string {
-  if (!link.limit) return "";
+function downloadsRow(link: LinkTimes): Html | null {
+  if (!link.limit) return null;
   const { max, used } = link.limit.usage;
-  return `<dt>Downloads left</dt><dd>${max - used} of ${max}</dd>\n`;
+  // prettier-ignore
+  return html`<dt>Downloads left</dt><dd>${max - used} of ${max}</dd>\n`;
 }
 
 /** The verified SHA-256, or a note that the file is still being checked. */
-function checksumRow(file: FileRow): string {
+function checksumRow(file: FileRow): Html {
+  // prettier-ignore
   if (!file.verified)
-    return `<dt>SHA-256</dt><dd class="note">Still being checked: the file's checksum shows once the relay has verified its bytes.</dd>\n`;
-  return `<dt>SHA-256</dt><dd><code>${file.sha256}</code></dd>\n`;
+    return html`<dt>SHA-256</dt><dd class="note">Still being checked: the file's checksum shows once the relay has verified its bytes.</dd>\n`;
+  // prettier-ignore
+  return html`<dt>SHA-256</dt><dd><code>${file.sha256}</code></dd>\n`;
 }
 
 const ERROR_PAGES: Partial<Record<string, { title: string; text: string }>> = {
@@ -101,11 +106,8 @@ const ERROR_PAGES: Partial<Record<string, { title: string; text: string }>> = {
 /** The HTML form of a share link's error, with its status, for browsers. */
 export function shareErrorPage(error: AppError): Promise<Response> {
   const page = ERROR_PAGES[error.code] ?? { title: "Something went wrong", text: error.message };
-  return htmlPage(
-    error.status,
-    `${page.title} · Airlock`,
-    `<h1>${escapeHtml(page.title)}</h1>\n<p>${escapeHtml(page.text)}</p>`,
-  );
+  // prettier-ignore
+  return htmlPage(error.status, `${page.title} · Airlock`, html`<h1>${page.title}</h1>\n<p>${page.text}</p>`);
 }
 
 /** "in 5 minutes", "in 23 hours", "in 6 days". */

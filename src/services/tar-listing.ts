@@ -1,8 +1,20 @@
+import {
+  BLOCK,
+  addOverrides,
+  isEndBlock,
+  isMetadata,
+  paddingLength,
+  parseHeader,
+  withOverrides,
+  type EntryType,
+  type Overrides,
+} from "../content/tar-header";
+
 /** One entry of a tar archive, as the page lists it. */
 export interface TarEntry {
   name: string;
   size: number;
-  type: "file" | "directory" | "symlink" | "hardlink" | "other";
+  type: EntryType;
   linkTarget?: string;
 }
 
@@ -20,20 +32,13 @@ export const TAR_LIMITS = { entries: 500, bytes: 4 * 1024 * 1024 };
 /** Longer entry names (GNU long names and pax paths may run to megabytes) are cut. */
 const MAX_ENTRY_NAME = 512;
 
-const BLOCK = 512;
-const TYPES: Record<string, TarEntry["type"]> = {
-  "0": "file",
-  "\0": "file",
-  "7": "file",
-  "5": "directory",
-  "2": "symlink",
-  "1": "hardlink",
-};
 /** Links, devices, directories and FIFOs: no contents follow their header. */
 const NO_DATA = new Set(["1", "2", "3", "4", "5", "6"]);
+/** Pax and GNU long-name contents read before one entry: longer ones end the listing. */
+const MAX_META_BYTES = 64 * 1024;
 
 /**
- * Lists a tar stream (ustar, with GNU long names and pax paths) by reading its 512-byte
+ * Lists a tar stream (ustar, with GNU long names and pax headers) by reading its 512-byte
  * headers and skipping the contents. Returns null when the stream does not start with a
  * valid tar header. Always cancels the stream.
  */
@@ -43,43 +48,34 @@ export async function listTar(
 ): Promise<TarListing | null> {
   const input = new BlockReader(stream.getReader(), limits.bytes);
   const entries: TarEntry[] = [];
-  let override: { path?: string; linkpath?: string } = {};
+  let overrides: Overrides = {};
   try {
     for (;;) {
       if (entries.length >= limits.entries) return { entries, stopped: "entries" };
-      const header = await input.read(BLOCK);
+      const block = await input.read(BLOCK);
       if (input.overLimit) return { entries, stopped: "bytes" };
-      if (!header) return entries.length ? { entries } : null;
-      if (header.every((b) => b === 0)) return { entries };
-      if (!checksumMatches(header)) return entries.length ? { entries, stopped: "corrupt" } : null;
-      const size = sizeOf(header);
-      const flag = String.fromCharCode(header[156]!);
-      if (flag === "L" || flag === "K" || flag === "x" || flag === "g") {
-        const data = size <= 64 * 1024 ? await input.read(size) : null;
-        if (!data || !(await input.skip(padding(size)))) return ended(entries, input);
-        const text = new TextDecoder().decode(data);
-        if (flag === "L") override.path = text.replace(/\0.*$/s, "");
-        else if (flag === "K") override.linkpath = text.replace(/\0.*$/s, "");
-        else if (flag === "x") override = { ...override, ...paxPaths(text) };
+      if (!block) return entries.length ? { entries } : null;
+      if (isEndBlock(block)) return { entries };
+      const header = parseHeader(block);
+      if (isMetadata(header.flag)) {
+        const body = header.size <= MAX_META_BYTES ? await input.read(header.size) : null;
+        if (!body || !(await input.skip(paddingLength(header.size)))) return ended(entries, input);
+        overrides = addOverrides(header.flag, body, overrides);
         continue;
       }
-      let name = field(header, 0, 100);
-      // POSIX ustar ("ustar\0") only: old GNU headers keep other fields where the prefix goes.
-      if (field(header, 257, 6) === "ustar" && header[262] === 0 && header[345] !== 0)
-        name = `${field(header, 345, 155)}/${name}`;
-      const type = TYPES[flag] ?? "other";
-      const linkTarget = override.linkpath ?? field(header, 157, 100);
+      const { name, type, size, linkname } = withOverrides(header, overrides);
+      overrides = {};
       entries.push({
-        name: cut(override.path ?? name),
+        name: cut(name),
         size: type === "file" ? size : 0,
         type,
-        ...(type === "symlink" || type === "hardlink" ? { linkTarget: cut(linkTarget) } : {}),
+        ...(type === "symlink" || type === "hardlink" ? { linkTarget: cut(linkname) } : {}),
       });
-      override = {};
-      if (!NO_DATA.has(flag) && !(await input.skip(size + padding(size))))
+      if (!NO_DATA.has(header.flag) && !(await input.skip(size + paddingLength(size))))
         return ended(entries, input);
     }
   } catch {
+    // Not a tar header (TarFormatError), or the stream failed.
     return entries.length ? { entries, stopped: "corrupt" } : null;
   } finally {
     await input.cancel();
@@ -94,42 +90,6 @@ function ended(entries: TarEntry[], input: BlockReader): TarListing {
 function cut(text: string): string {
   if (text.length <= MAX_ENTRY_NAME) return text;
   return `${Array.from(text).slice(0, MAX_ENTRY_NAME).join("")}…`;
-}
-
-function padding(size: number): number {
-  return (BLOCK - (size % BLOCK)) % BLOCK;
-}
-
-function field(header: Uint8Array, offset: number, length: number): string {
-  const bytes = header.subarray(offset, offset + length);
-  const end = bytes.indexOf(0);
-  return new TextDecoder().decode(end === -1 ? bytes : bytes.subarray(0, end));
-}
-
-function octal(header: Uint8Array, offset: number, length: number): number {
-  return parseInt(field(header, offset, length).trim() || "0", 8);
-}
-
-/** Sizes of 8 GiB and more are big-endian base-256 with the top bit set (GNU, star). */
-function sizeOf(header: Uint8Array): number {
-  if (!(header[124]! & 0x80)) return octal(header, 124, 12);
-  let size = header[124]! & 0x7f;
-  for (let i = 125; i < 136; i++) size = size * 256 + header[i]!;
-  return size;
-}
-
-function checksumMatches(header: Uint8Array): boolean {
-  let sum = 0;
-  for (let i = 0; i < BLOCK; i++) sum += i >= 148 && i < 156 ? 0x20 : header[i]!;
-  return sum === octal(header, 148, 8);
-}
-
-/** `path` and `linkpath` from pax records (`<length> <key>=<value>\n`). */
-function paxPaths(text: string): { path?: string; linkpath?: string } {
-  const found: { path?: string; linkpath?: string } = {};
-  for (const match of text.matchAll(/^\d+ (path|linkpath)=(.*)$/gm))
-    found[match[1] as "path" | "linkpath"] = match[2];
-  return found;
 }
 
 /** Exact reads and skips over a byte stream that ends early once `limit` bytes were pulled. */

@@ -344,7 +344,7 @@ describe("the share page (browsers)", () => {
     expect(html).toContain(
       `Listing stopped after reading ${humanSize(TAR_LIMITS.bytes)} of the archive.`,
     );
-  });
+  }, 120_000); // gzipping 256 MiB to build the bomb is seconds of CPU on a busy machine
 
   it("sends a strict CSP whose only inline source is the page's stylesheet, by hash", async () => {
     const file = await sent(encode("hello"), "hello.txt");
@@ -450,6 +450,28 @@ describe("listTar", () => {
       entries: [
         { name: long, size: 3, type: "file" },
         { name: long, size: 4, type: "file" },
+      ],
+    });
+  });
+
+  it("takes an entry's size from its pax header over the ustar field", async () => {
+    const pax = "13 size=1024\n";
+    const bytes = tar([
+      { name: "PaxHeader", type: "x", size: pax.length },
+      { name: "big", size: 1024 },
+      { name: "after" },
+    ]).slice();
+    bytes.set(encode(pax), 512);
+    // The ustar size field of "big" says 0, as for a size ustar cannot hold.
+    const header = bytes.subarray(1024, 1536);
+    header.set(encode("00000000000\0"), 124);
+    header.set(encode("        "), 148);
+    const sum = header.reduce((total, byte) => total + byte, 0);
+    header.set(encode(`${sum.toString(8).padStart(6, "0")}\0 `), 148);
+    expect(await listTar(stream(bytes))).toEqual({
+      entries: [
+        { name: "big", size: 1024, type: "file" },
+        { name: "after", size: 0, type: "file" },
       ],
     });
   });

@@ -14,7 +14,7 @@ import {
 } from "./extract-guards.js";
 import { warn } from "../cli/output.js";
 import { TarFormatError, type EntryType } from "./tar-format.js";
-import type { ReadEntry } from "./tar-header-parse.js";
+import type { ReadEntry } from "./tar-format.js";
 import { TarReader } from "./tar-reader.js";
 
 export interface Unpacked {

@@ -1,11 +1,15 @@
-import { BLOCK, TarFormatError, padding } from "./tar-format.js";
 import {
-  cString,
-  parseDecimal,
+  BLOCK,
+  TarFormatError,
+  addOverrides,
+  isEndBlock,
+  isMetadata,
+  paddingLength,
   parseHeader,
-  parsePax,
+  withOverrides,
+  type Overrides,
   type ReadEntry,
-} from "./tar-header-parse.js";
+} from "../../../src/content/tar-header.js";
 
 /**
  * The most pax extended header and GNU long-name bytes read before one entry (their bodies are
@@ -30,36 +34,20 @@ export class TarReader {
 
   /** The next entry, or undefined at the end of the archive. */
   async next(): Promise<ReadEntry | undefined> {
-    let overrides: Record<string, string> = {};
+    let overrides: Overrides = {};
     let metaBytes = 0;
     for (;;) {
       const block = await this.take(BLOCK, true);
-      if (block === undefined || block.every((byte) => byte === 0)) return undefined;
+      if (block === undefined || isEndBlock(block)) return undefined;
       const header = parseHeader(block);
-      if (
-        header.flag === "x" ||
-        header.flag === "g" ||
-        header.flag === "L" ||
-        header.flag === "K"
-      ) {
-        metaBytes += header.size;
-        if (metaBytes > MAX_META_BYTES) {
-          throw new TarFormatError("pax or GNU long-name headers over 1 MiB for one entry");
-        }
-        const body = await this.take(header.size, false);
-        await this.take(padding(header.size).length, false);
-        if (header.flag === "x") overrides = { ...overrides, ...parsePax(body!) };
-        if (header.flag === "L") overrides.path = cString(body!);
-        if (header.flag === "K") overrides.linkpath = cString(body!);
-        continue; // A global header ("g") is read past: nothing in it matters here.
+      if (!isMetadata(header.flag)) return withOverrides(header, overrides);
+      metaBytes += header.size;
+      if (metaBytes > MAX_META_BYTES) {
+        throw new TarFormatError("pax or GNU long-name headers over 1 MiB for one entry");
       }
-      if (overrides.path !== undefined) header.name = overrides.path;
-      if (overrides.linkpath !== undefined) header.linkname = overrides.linkpath;
-      if (overrides.size !== undefined) header.size = parseDecimal(overrides.size, "size");
-      if (overrides.mtime !== undefined) header.mtime = Math.floor(Number(overrides.mtime));
-      // Links carry no data whatever their size field says; other entries may (GNU dumpdirs).
-      if (header.type === "symlink" || header.type === "hardlink") header.size = 0;
-      return header;
+      const body = await this.take(header.size, false);
+      await this.take(paddingLength(header.size), false);
+      overrides = addOverrides(header.flag, body!, overrides);
     }
   }
 
@@ -72,7 +60,7 @@ export class TarReader {
       left -= chunk.length;
       yield chunk;
     }
-    await this.take(padding(size).length, false);
+    await this.take(paddingLength(size), false);
   }
 
   /** Reads past the current entry's content. */

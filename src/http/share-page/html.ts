@@ -1,18 +1,19 @@
+import { html, raw } from "hono/html";
 import { bytesToBase64 } from "../../encoding";
 import { PAGE_CSS as CSS } from "../page-style";
 
-/** Escapes text for HTML element content and double-quoted attribute values. */
-export function escapeHtml(text: string): string {
-  return text.replace(/[&<>"']/g, (c) => ESCAPES[c]!);
-}
+/**
+ * Markup made with Hono's `html` tag: text interpolated into it is escaped, nested `html`
+ * fragments are not. The pages' templates carry `prettier-ignore`: prettier would re-indent
+ * them and so change the markup sent.
+ */
+export type Html = ReturnType<typeof html>;
 
-const ESCAPES: Record<string, string> = {
-  "&": "&amp;",
-  "<": "&lt;",
-  ">": "&gt;",
-  '"': "&quot;",
-  "'": "&#39;",
-};
+/** Fragments one to a line, as `Array.join("\n")` puts strings. */
+export function lines(fragments: Html[]): Html[] {
+  // prettier-ignore
+  return fragments.map((fragment, i) => (i === 0 ? fragment : html`\n${fragment}`));
+}
 
 let styleHash: Promise<string> | undefined;
 
@@ -27,9 +28,8 @@ function styleSource(): Promise<string> {
 /**
  * A complete HTML page with the relay's strict headers: no script runs at all (the CSP
  * has no script source), only same-origin media, nothing can frame it.
- * `title` is plain text; `body` must already be escaped HTML.
  */
-export async function htmlPage(status: number, title: string, body: string): Promise<Response> {
+export async function htmlPage(status: number, title: string, body: Html): Promise<Response> {
   const csp = [
     "default-src 'none'",
     "img-src 'self'",
@@ -41,14 +41,15 @@ export async function htmlPage(status: number, title: string, body: string): Pro
     "form-action 'none'",
     "frame-ancestors 'none'",
   ].join("; ");
-  const html = `<!doctype html>
+  // prettier-ignore
+  const page = await html`<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="robots" content="noindex, nofollow">
-<title>${escapeHtml(title)}</title>
-<style>${CSS}</style>
+<title>${title}</title>
+<style>${raw(CSS)}</style>
 </head>
 <body>
 <main>
@@ -58,7 +59,7 @@ ${body}
 </body>
 </html>
 `;
-  return new Response(html, {
+  return new Response(page.toString(), {
     status,
     headers: {
       "content-type": "text/html; charset=utf-8",
