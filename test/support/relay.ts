@@ -160,7 +160,8 @@ async function waitForHealth(
     if (child.exitCode !== null)
       throw new Error(`wrangler dev exited (${child.exitCode}):\n${output()}`);
     try {
-      const response = await fetch(`${url}/healthz`);
+      // A request caught by a restart can hang; a bounded wait keeps polling instead.
+      const response = await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(10_000) });
       if (response.ok) return;
     } catch {
       // not listening yet
