@@ -27,7 +27,11 @@ VERSION = "0.0.0-dev"  # set by scripts/build-shim.mjs when the relay serves thi
 DEFAULT_ATTEMPTS = 5
 DEFAULT_RETRY_BASE_MS = 250
 RETRY_CAP_MS = 8000
-DEFAULT_PULL_DIR = "/workspace/uploads"
+DEFAULT_PULL_DIR = "uploads"  # under the working directory, unless --dir or AIRLOCK_INBOX_DIR
+INBOX_DIR_VAR = "AIRLOCK_INBOX_DIR"
+PULL_TIMEOUT_EXIT = 3
+FIRST_POLL_S = 1.0
+LAST_POLL_S = 4.0
 GZIP_LEVEL = 1
 DEFAULT_UPLOAD_CONCURRENCY = 4
 SAMPLE_BYTES = 64 * 1024
@@ -53,20 +57,24 @@ USER_AGENT = "airlock-shim/%s python/%d.%d.%d" % ((VERSION,) + tuple(sys.version
 USAGE = {
     "send": "airlock send <path>... [--to <platform:id>]... [--caption <text>] [--wait] [--json] [--media-tag]",
     "get": "airlock get <fileId|shareUrl> [-o <path>] [--extract] [--max-bytes <n>]",
-    "pull": "airlock pull [--dir <dir>] [--json] [--extract] [--max-bytes <n>] [--readonly]",
+    "pull": "airlock pull [--dir <dir>] [--wait] [--timeout <duration>] [--extract] [--max-bytes <n>] [--readonly] [--json]",
+    "link": "airlock link <fileId> [--expires <duration>] [--max-downloads <n>] [--json]",
+    "rm": "airlock rm <fileId>",
     "ls": "airlock ls [--json]",
-    "global": "airlock <send|get|pull|ls> ... | airlock --help | airlock --version",
+    "global": "airlock <send|get|pull|link|rm|ls> ... | airlock <command> --help | airlock --help | airlock --version",
 }
 
 HELP = """airlock: move files between this sandbox and people, through an Airlock relay
-(the Python shim: the Node shim's commands but tool-schema)
+(the Python shim: the Node shim's commands but request and tool-schema)
 
 Usage
   %(send)s
   %(get)s
   %(pull)s
+  %(link)s
+  %(rm)s
   %(ls)s
-  airlock --help | --version
+  airlock <command> --help | airlock --help | airlock --version
 
 Commands
   send    upload files (hashed, gzipped where it pays, deduplicated) and print each share URL;
@@ -82,7 +90,12 @@ Commands
           characters, never empty or dots, at most 255 bytes) and [ ] in a name become
           ( ), so a line's only "]" is its last character. A file that cannot be pulled is
           named on stderr (item id and name), stays in the inbox, and pull goes on with
-          the others, then exits 1
+          the others, then exits 1. With nothing waiting, it says so on stderr and exits 0
+          at once, unless --wait
+  link    print a fresh share link to one of this session's files, with an expiry and a
+          download limit of its own; the file's other links are not changed
+  rm      delete one of this session's files and print "deleted <fileId>": it leaves ls and
+          the session's quota at once, and every share link of it stops working (410)
   ls      list this session's files
 
 Options
@@ -90,10 +103,16 @@ Options
                        slack:<channelId> or whatsapp:<wa_id> (the person's number, digits
                        only); repeat for several (the session must allow each)
   --caption <text>     caption for --to deliveries
-  --json               one JSON object per file per line on stdout
+  --json               one JSON object per file per line on stdout (send: expiresAt is
+                       when the link stops working, fileExpiresAt when the file goes)
   --wait               send: wait until the relay has verified each file (a large gzip or
                        multipart upload is "status":"pending" until then, and not yet a
                        dedup target); a file that fails the check fails the send
+  --expires <duration> link: how long the link works (90s, 10m, 24h, 7d, 1h30m, or
+                       seconds; default: the relay's link lifetime, cut at the file's
+                       expiry); a link cannot outlive its file
+  --max-downloads <n>  link: serve the file at most <n> times through this link (counted
+                       in bytes: n x its size), then refuse with 410
   --media-tag          send prints MEDIA:<url> instead of the bare URL (with --json: before
                        each JSON line), for gateways that route MEDIA: lines
   -o, --output <path>  where get writes: a file, a directory, or - for stdout
@@ -107,8 +126,12 @@ Options
   --max-bytes <n>      get, pull --extract: refuse an archive holding more than <n> bytes
                        of files (K, M, G, T: powers of 1024; default 10G); nothing of it
                        is kept
-  --dir <dir>          where pull writes (default: $AIRLOCK_INBOX_DIR, else %(dir)s,
-                       created if missing)
+  --dir <dir>          where pull writes (default: $AIRLOCK_INBOX_DIR when it is set,
+                       else %(dir)s/ in the current directory; created if missing)
+  --wait               pull: when nothing is waiting, wait until something arrives
+                       (asking the relay every second or so, then every few seconds)
+  --timeout <duration> pull --wait: give up after this long (90s, 10m, 1h, 1h30m, or
+                       seconds), with one line on stderr and exit status %(timeout_exit)d
   --readonly           pull: leave each file written read-only (mode 0444; with --extract,
                        every file in the extracted directory), e.g. configuration the
                        agent must not change
@@ -118,6 +141,7 @@ Options
 Environment
   AIRLOCK_URL            the relay's base URL, e.g. https://airlock.example.com
   AIRLOCK_TOKEN          this sandbox's session token
+  AIRLOCK_INBOX_DIR      where pull writes without --dir (default: ./uploads)
   AIRLOCK_RETRIES        attempts per request before giving up (default 5)
   AIRLOCK_RETRY_BASE_MS  first retry delay in milliseconds, doubled each time (default 250)
   AIRLOCK_GZIP_LEVEL     gzip level 1-9 used when compressing pays (default 1)
@@ -125,7 +149,13 @@ Environment
                          parts of a large upload in flight at once, 1-16 (default 4)
 
 Exit status: 0 success, 1 failure (a failed delivery or pulled file included: the
-others still go through), 2 usage or configuration error.""" % dict(USAGE, dir=DEFAULT_PULL_DIR)
+others still go through), 2 usage or configuration error, %(timeout_exit)d pull --wait --timeout
+ran out with nothing arriving.""" % dict(USAGE, dir=DEFAULT_PULL_DIR, timeout_exit=PULL_TIMEOUT_EXIT)
+
+
+def command_help(name):
+    """`airlock <command> --help`: that command's usage line; the whole page has the rest."""
+    return "Usage\n  %s\n\nEvery command, its options, the environment and exit statuses: airlock --help" % USAGE[name]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -388,6 +418,23 @@ def parse_args(args, spec, usage):
         else:
             positionals.append(arg)
     return values, positionals
+
+
+DURATION_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+
+
+def parse_duration(text, what, usage):
+    """Seconds in `90s`, `10m`, `24h`, `7d`, `2w`, a sum such as `1h30m`, or bare seconds."""
+    trimmed = text.strip().lower()
+    if re.match(r"^\d+$", trimmed):
+        seconds = int(trimmed)
+    elif re.match(r"^(\d+[smhdw])+$", trimmed):
+        seconds = sum(int(n) * DURATION_UNITS[u] for n, u in re.findall(r"(\d+)([smhdw])", trimmed))
+    else:
+        raise UsageError("%s %s is not a duration such as 90s, 10m, 24h or 7d; usage: %s" % (what, text, usage))
+    if seconds <= 0 or seconds > 2 ** 53 - 1:
+        raise UsageError("%s must be longer than 0 seconds; usage: %s" % (what, usage))
+    return seconds
 
 
 def integer_var(name, fallback, low, high):
@@ -1135,7 +1182,7 @@ def cmd_send(args):
     }
     values, paths = parse_args(args, spec, USAGE["send"])
     if values.get("help"):
-        return out(HELP)
+        return out(command_help("send"))
     if not paths:
         raise UsageError("send needs at least one path; usage: " + USAGE["send"])
     destinations = []
@@ -1200,7 +1247,8 @@ def result_of(record, deduped, uploaded):
         "size": record.get("size"),
         "sha256": record.get("sha256"),
         "url": record.get("url"),
-        "expiresAt": record.get("expiresAt"),
+        "expiresAt": record.get("urlExpiresAt") or record.get("expiresAt"),  # the link's; the file's below
+        "fileExpiresAt": record.get("expiresAt"),
         "status": "pending" if record.get("status") == "pending" else "verified",
         "deduped": deduped,
         "uploadedBytes": uploaded,
@@ -2108,7 +2156,7 @@ def cmd_get(args):
     }
     values, positionals = parse_args(args, spec, USAGE["get"])
     if values.get("help"):
-        return out(HELP)
+        return out(command_help("get"))
     if len(positionals) != 1:
         raise UsageError("get takes exactly one file id or share URL; usage: " + USAGE["get"])
     ref = positionals[0]
@@ -2183,23 +2231,34 @@ def cmd_pull(args):
         "extract": (False, None, False),
         "max-bytes": (True, None, False),
         "readonly": (False, None, False),
+        "wait": (False, None, False),
+        "timeout": (True, None, False),
         "help": (False, "h", False),
     }
     values, positionals = parse_args(args, spec, USAGE["pull"])
     if values.get("help"):
-        return out(HELP)
+        return out(command_help("pull"))
     if positionals:
         raise UsageError("pull takes no arguments; usage: " + USAGE["pull"])
     if values.get("dir") == "":
         raise UsageError("--dir needs a directory; usage: " + USAGE["pull"])
     if values.get("max-bytes") is not None and not values.get("extract"):
         raise UsageError("--max-bytes limits --extract; usage: " + USAGE["pull"])
+    if values.get("timeout") is not None and not values.get("wait"):
+        raise UsageError("--timeout needs --wait; usage: " + USAGE["pull"])
+    timeout = None
+    if values.get("timeout") is not None:
+        timeout = parse_duration(values["timeout"], "--timeout", USAGE["pull"])
     max_bytes = max_extract_bytes(values.get("max-bytes"), USAGE["pull"])
-    directory = os.path.abspath(values.get("dir") or os.environ.get("AIRLOCK_INBOX_DIR") or DEFAULT_PULL_DIR)
+    directory = os.path.abspath(values.get("dir") or os.environ.get(INBOX_DIR_VAR) or DEFAULT_PULL_DIR)
     policy = Policy()
     relay = Relay(policy)
-    items = list_inbox(relay)
+    items = wait_for_inbox(relay, timeout) if values.get("wait") else list_inbox(relay)
+    if items is None:
+        warn("nothing arrived in the inbox within " + shown_duration(timeout))
+        return PULL_TIMEOUT_EXIT
     if not items:
+        note("nothing new in the inbox")
         return 0
     try:
         os.makedirs(directory, exist_ok=True)
@@ -2256,6 +2315,31 @@ def make_read_only(path):
             make_read_only(os.path.join(path, entry))
 
 
+def wait_for_inbox(relay, timeout):
+    """pull --wait: the inbox's items once it holds any; None when `timeout` seconds passed first.
+    Ctrl-C while waiting ends the run through the signal handler in run()."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    pause = FIRST_POLL_S
+    while True:
+        items = list_inbox(relay)
+        if items:
+            return items
+        left = None if deadline is None else deadline - time.monotonic()
+        if left is not None and left <= 0:
+            return None
+        time.sleep(pause if left is None else min(pause, left))
+        pause = min(pause * 1.5, LAST_POLL_S)
+
+
+def shown_duration(seconds):
+    text = ""
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60), ("s", 1)):
+        amount, seconds = divmod(seconds, size)
+        if amount:
+            text += "%d%s" % (amount, unit)
+    return text or "0s"
+
+
 def list_inbox(relay):
     answer = relay.call("GET", "/v1/inbox", "listing the inbox")
     items = answer.get("items") if isinstance(answer, dict) else None
@@ -2299,7 +2383,7 @@ def pull_item(relay, item, shown, directory, policy, extract_max):
 def cmd_ls(args):
     values, positionals = parse_args(args, {"json": (False, None, False), "help": (False, "h", False)}, USAGE["ls"])
     if values.get("help"):
-        return out(HELP)
+        return out(command_help("ls"))
     if positionals:
         raise UsageError("ls takes no arguments; usage: " + USAGE["ls"])
     answer = Relay(Policy()).call("GET", "/v1/files", "listing files")
@@ -2318,10 +2402,64 @@ def cmd_ls(args):
     return 0
 
 
+MAX_DOWNLOADS = 1000000
+
+
+def cmd_link(args):
+    spec = {
+        "expires": (True, None, False),
+        "max-downloads": (True, None, False),
+        "json": (False, None, False),
+        "help": (False, "h", False),
+    }
+    values, positionals = parse_args(args, spec, USAGE["link"])
+    if values.get("help"):
+        return out(command_help("link"))
+    if len(positionals) != 1 or not positionals[0]:
+        raise UsageError("link takes exactly one file id; usage: " + USAGE["link"])
+    file_id = positionals[0]
+    body = {}
+    if values.get("expires") is not None:
+        body["ttlSeconds"] = parse_duration(values["expires"], "--expires", USAGE["link"])
+    if values.get("max-downloads") is not None:
+        text = values["max-downloads"]
+        n = int(text.strip()) if re.match(r"^\d+$", text.strip()) else 0
+        if n < 1 or n > MAX_DOWNLOADS:
+            raise UsageError(
+                "--max-downloads must be a whole number from 1 to %d, not %s; usage: %s" % (MAX_DOWNLOADS, text, USAGE["link"])
+            )
+        body["maxDownloads"] = n
+    path = "/v1/files/%s/links" % quote(file_id, safe="")
+    try:
+        minted = Relay(Policy()).call("POST", path, "a new link to file " + file_id, body)
+    except RefusalError as err:
+        if "ttlSeconds: " in err.message:
+            err.message = err.message.replace("ttlSeconds: ", "--expires: ")
+        raise
+    if values.get("json"):
+        out(to_json({"fileId": file_id, "url": minted.get("url"), "expiresAt": minted.get("expiresAt"), "maxDownloads": minted.get("maxDownloads")}))
+    else:
+        out(str(minted.get("url")))
+    return 0
+
+
+def cmd_rm(args):
+    values, positionals = parse_args(args, {"help": (False, "h", False)}, USAGE["rm"])
+    if values.get("help"):
+        return out(command_help("rm"))
+    if len(positionals) != 1 or not positionals[0]:
+        raise UsageError("rm takes exactly one file id; usage: " + USAGE["rm"])
+    file_id = positionals[0]
+    path = "/v1/files/" + quote(file_id, safe="")
+    deleted = Relay(Policy()).call("DELETE", path, "deleting file " + file_id)
+    out("deleted %s" % deleted.get("fileId"))
+    return 0
+
+
 # ---------------------------------------------------------------------------------------------
 
 
-COMMANDS = {"send": cmd_send, "get": cmd_get, "pull": cmd_pull, "ls": cmd_ls}
+COMMANDS = {"send": cmd_send, "get": cmd_get, "pull": cmd_pull, "link": cmd_link, "rm": cmd_rm, "ls": cmd_ls}
 
 
 def main(argv):
@@ -2332,8 +2470,8 @@ def main(argv):
         return COMMANDS[command](argv[1:])
     if command == "help":
         return out(HELP)
-    if command == "tool-schema":
-        raise UsageError("tool-schema is not in the Python shim; run it with the Node shim (/shim/airlock.mjs)")
+    if command in ("tool-schema", "request"):
+        raise UsageError("%s is not in the Python shim; run it with the Node shim (/shim/airlock.mjs)" % command)
     if not command.startswith("-"):
         raise UsageError("unknown command %s; usage: %s" % (command, USAGE["global"]))
     values, positionals = parse_args(argv, {"help": (False, "h", False), "version": (False, "v", False)}, USAGE["global"])

@@ -4,8 +4,8 @@
 #   curl -fsSL "$AIRLOCK_URL/shim/airlock.sh" -o /usr/local/bin/airlock && chmod +x /usr/local/bin/airlock
 #
 # Needs only a POSIX sh (dash, busybox sh, bash), curl (>= 7.55), sha256sum (or openssl), and
-# awk, sed, tr, wc, mkdir, mktemp, mv. It does `send <file>` (one file, uploaded as is in a single
-# PUT: no gzip, no multipart, no directories) and `pull [--dir <dir>]`; the Node shim
+# awk, sed, tr, wc, mkdir, mktemp, mv. It does `send [--json] <file>` (one file, uploaded as is in
+# a single PUT: no gzip, no multipart, no directories) and `pull [--dir <dir>]`; the Node shim
 # (/shim/airlock.mjs) does everything else.
 #
 # JSON without jq: the relay's answers are read by a small JSON parser in awk (json_flatten below)
@@ -20,7 +20,7 @@ export LC_ALL
 CDPATH=
 
 VERSION='0.0.0-dev' # set by scripts/build-shim.mjs when the relay serves this file
-DEFAULT_PULL_DIR=/workspace/uploads
+DEFAULT_PULL_DIR=uploads # in the working directory, unless --dir or AIRLOCK_INBOX_DIR says
 TAB=$(printf '\t')
 
 usage_text() {
@@ -28,25 +28,34 @@ usage_text() {
 airlock $VERSION (POSIX sh fallback): move files between this sandbox and the people it works for.
 
 Usage:
-  airlock send <file>            upload one file; prints its share URL
+  airlock send [--json] <file>   upload one file; prints its share URL (with --json,
+                                 one JSON object: fileId, name, size, sha256, url,
+                                 expiresAt (when the link stops working),
+                                 fileExpiresAt (when the file goes), status,
+                                 deduped, uploadedBytes, deliveries)
   airlock pull [--dir <dir>]     write the files waiting in the inbox into <dir>
-                                 (default $DEFAULT_PULL_DIR); one line per file:
+                                 (default: \$AIRLOCK_INBOX_DIR when it is set, else
+                                 ./$DEFAULT_PULL_DIR); one line per file:
                                  [User uploaded: <name> (<size>) at <path>]
                                  <path> is exactly where it was written; names are
                                  cleaned (last path component, no control or bidi
                                  characters, not empty or dots, at most 255 bytes)
                                  and [ ] in a name become ( ). A file that cannot be
                                  pulled is named on stderr and stays in the inbox;
-                                 the others still arrive, and the exit status is 1
+                                 the others still arrive, and the exit status is 1.
+                                 With nothing waiting, it says so on stderr, exit 0
   airlock --help | --version
 
 Environment:
   AIRLOCK_URL      the relay's base URL
   AIRLOCK_TOKEN    this sandbox's session token
+  AIRLOCK_INBOX_DIR
+                   where pull writes without --dir (default: ./$DEFAULT_PULL_DIR)
   AIRLOCK_RETRIES  attempts per request, the first included (default 4)
 
-This fallback sends single files as they are (no gzip, no directories, no --to/--json);
-the Node shim at \$AIRLOCK_URL/shim/airlock.mjs does the rest.
+This fallback sends single files as they are (no gzip, no directories, no --to) and
+pulls without --wait, --json or --extract; the Node shim at
+\$AIRLOCK_URL/shim/airlock.mjs does the rest (get, link, rm, ls, request, tool-schema).
 EOF
 }
 
@@ -365,15 +374,21 @@ cmd_send() {
     exit 0
     ;;
   esac
-  [ $# -ge 1 ] || usage_error "send needs a file; usage: airlock send <file>"
+  [ $# -ge 1 ] || usage_error "send needs a file; usage: airlock send [--json] <file>"
+  json=
   for arg in "$@"; do
     case $arg in
-      --to | --to=* | --caption | --caption=* | --json | --wait | --media-tag)
+      --to | --to=* | --caption | --caption=* | --wait | --media-tag)
         not_here "send ${arg%%=*}"
         ;;
     esac
   done
-  [ $# -eq 1 ] || usage_error "the POSIX shim sends one file at a time; usage: airlock send <file>"
+  if [ "$1" = --json ]; then
+    json=1
+    shift
+  fi
+  [ $# -ge 1 ] || usage_error "send needs a file; usage: airlock send [--json] <file>"
+  [ $# -eq 1 ] || usage_error "the POSIX shim sends one file at a time; usage: airlock send [--json] <file>"
   file=$1
   case $file in -*) [ -e "$file" ] || usage_error "unknown option for send: $file" ;; esac
   [ -e "$file" ] || die "no such file: $file"
@@ -403,7 +418,9 @@ cmd_send() {
   answer=$(json_get "$FLAT" status)
   case $answer in
     deduped)
-      share=$(json_get "$FLAT" file.url)
+      record=file.
+      uploaded=0
+      mv "$FLAT" "$WORK/record"
       ;;
     upload)
       upload_id=$(json_get "$FLAT" uploadId)
@@ -427,21 +444,52 @@ cmd_send() {
 
       relay POST "/v1/uploads/$upload_id/complete" "completing $name" -H 'content-length: 0'
       case $STATUS in 2??) ;; *) die "$(refusal "relay refused to complete $name" "$BODY")" ;; esac
-      share=$(json_get "$FLAT" url)
+      record=
+      uploaded=$size
+      mv "$FLAT" "$WORK/record"
       ;;
     *)
       die "relay answered the upload of $name with an unexpected status: ${answer:-none}"
       ;;
   esac
+  share=$(json_get "$WORK/record" "${record}url")
   [ -n "$share" ] || die "relay answered the upload of $name without a share URL"
-  printf '%s\n' "$share"
+  if [ -z "$json" ]; then
+    printf '%s\n' "$share"
+    return
+  fi
+  send_json "$WORK/record" "$record" "$size" "$sha" "$uploaded"
+}
+
+# send_json <flat record> <path prefix> <size> <sha256> <uploaded bytes>: the Node shim's
+# `send --json` line for a file sent alone, with no deliveries.
+send_json() {
+  _r=$1 _p=$2
+  _status=verified
+  [ "$(json_get "$_r" "${_p}status")" = pending ] && _status=pending
+  _deduped=false
+  [ -n "$_p" ] && _deduped=true
+  # Each field on its own: a refusal inside $(...) ends only that subshell.
+  _id=$(record_string "$_r" "${_p}fileId") || exit 1
+  _name=$(record_string "$_r" "${_p}name") || exit 1
+  _url=$(record_string "$_r" "${_p}url") || exit 1
+  _file_exp=$(record_string "$_r" "${_p}expiresAt") || exit 1
+  _link_exp=$_file_exp # a relay that gives no link expiry: the link lasts as long as the file
+  [ -n "$(json_get "$_r" "${_p}urlExpiresAt")" ] && { _link_exp=$(record_string "$_r" "${_p}urlExpiresAt") || exit 1; }
+  printf '{"fileId":%s,"name":%s,"size":%s,"sha256":"%s","url":%s,"expiresAt":%s,"fileExpiresAt":%s,"status":"%s","deduped":%s,"uploadedBytes":%s,"deliveries":[]}\n' \
+    "$_id" "$_name" "$3" "$4" "$_url" "$_link_exp" "$_file_exp" "$_status" "$_deduped" "$5"
+}
+
+# record_string <flat record> <path>: a field of the relay's record as a JSON string.
+record_string() {
+  json_string "$(json_get "$1" "$2")" || die "relay answered a $2 this shim cannot print as JSON"
 }
 
 # ---------------------------------------------------------------------------------------------
 # pull
 
 cmd_pull() {
-  dir=$DEFAULT_PULL_DIR
+  dir=${AIRLOCK_INBOX_DIR:-$DEFAULT_PULL_DIR}
   while [ $# -gt 0 ]; do
     case $1 in
       --dir)
@@ -458,7 +506,9 @@ cmd_pull() {
         usage_text
         exit 0
         ;;
-      --json | --extract | --max-bytes | --max-bytes=*) not_here "pull ${1%%=*}" ;;
+      --json | --extract | --max-bytes | --max-bytes=* | --wait | --timeout | --timeout=* | --readonly)
+        not_here "pull ${1%%=*}"
+        ;;
       *) usage_error "pull takes no argument $1; usage: airlock pull [--dir <dir>]" ;;
     esac
   done
@@ -468,7 +518,10 @@ cmd_pull() {
   case $STATUS in 200) ;; *) die "$(refusal "relay refused listing the inbox" "$BODY")" ;; esac
   inbox=$WORK/inbox
   mv "$FLAT" "$inbox"
-  [ -n "$(json_get "$inbox" items.0.itemId)" ] || return 0
+  if [ -z "$(json_get "$inbox" items.0.itemId)" ]; then
+    printf 'nothing new in the inbox\n' >&2
+    return 0
+  fi
 
   case $dir in -*) dir=./$dir ;; esac
   mkdir -p "$dir" 2>/dev/null || die "cannot create directory $dir"
@@ -573,7 +626,7 @@ case ${1:-} in
     ;;
   -h | --help | help) usage_text ;;
   -v | -V | --version) printf '%s\n' "$VERSION" ;;
-  get | ls | tool-schema) not_here "$1" ;;
+  get | ls | tool-schema | link | rm | request) not_here "$1" ;;
   '') usage_error "a command is needed: send or pull (airlock --help)" ;;
   *) usage_error "unknown command: $1 (airlock --help)" ;;
 esac

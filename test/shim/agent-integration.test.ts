@@ -102,7 +102,13 @@ describe.each(RUNTIMES)("airlock tool-schema under $name", ({ node }) => {
     receiveFilesSchema(receiveFiles!.function.parameters);
     expect(sendFile!.function.description).toMatch(/share link/);
     expect(sendFile!.function.description).toMatch(/`url`/);
-    expect(receiveFiles!.function.description).toContain("/workspace/uploads");
+    expect(receiveFiles!.function.description).toContain(
+      "($AIRLOCK_INBOX_DIR when it is set, else uploads/ in the working directory)",
+    );
+    // The link and the file expire apart; a fresh link can be minted while the file lasts.
+    expect(sendFile!.function.description).toContain("until `expiresAt`");
+    expect(sendFile!.function.description).toContain("stays until `fileExpiresAt`");
+    expect(sendFile!.function.description).toContain("airlock link <fileId>");
     expect(receiveFiles!.function.description).toContain(
       "[User uploaded: <name> (<size>) at <path>]",
     );
@@ -167,13 +173,16 @@ describe.each(RUNTIMES)("airlock tool-schema under $name", ({ node }) => {
     expect(result.stdout).toBe("");
   });
 
-  it("answers tool-schema --help with the help, which names tool-schema and --media-tag", async () => {
+  it("answers tool-schema --help with its own help, which names the send line a host runs", async () => {
     const result = await run(["tool-schema", "--help"]);
     expect(result.code).toBe(0);
     expect(result.stderr).toBe("");
-    expect(result.stdout).toContain(TOOL_SCHEMA_USAGE);
-    expect(result.stdout).toContain("[--json] [--media-tag]");
+    expect(result.stdout.startsWith(`Usage\n  ${TOOL_SCHEMA_USAGE}\n`)).toBe(true);
     expect(result.stdout).toContain("airlock send --json [--to=<d>]... [--caption=<c>] -- <path>");
+    expect(result.stdout).toContain("--format <format>");
+    // The whole page, with send's --media-tag, is `airlock --help`.
+    expect(result.stdout).not.toContain("--media-tag");
+    expect((await run(["--help"])).stdout).toContain("[--json] [--media-tag]");
   });
 });
 

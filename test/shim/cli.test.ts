@@ -15,9 +15,22 @@ import { createServer, type Server } from "node:http";
 import { tmpdir } from "node:os";
 import { basename, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { USAGE } from "../../agent-shim/src/cli/help";
 import { RUNTIMES, SHIM, failureLine, prepareShim, runShim, type ShimResult } from "./run-shim";
 
 const root = new URL("../..", import.meta.url);
+
+/** Every command and its usage line, as `airlock --help` lists them. */
+const COMMAND_PAGES: [string, string][] = [
+  ["send", USAGE.send],
+  ["get", USAGE.get],
+  ["pull", USAGE.pull],
+  ["request", USAGE.request],
+  ["link", USAGE.link],
+  ["rm", USAGE.rm],
+  ["ls", USAGE.ls],
+  ["tool-schema", USAGE.toolSchema],
+];
 const { version } = JSON.parse(await readFile(new URL("package.json", root), "utf8")) as {
   version: string;
 };
@@ -129,9 +142,40 @@ describe.each(RUNTIMES)("airlock under $name", ({ node }) => {
   it("prints usage for --help and exits 0", async () => {
     const result = await run(["--help"]);
     expect(result.code).toBe(0);
-    expect(result.stdout).toContain("airlock send <path>...");
+    expect(result.stdout).toContain("airlock send <path|->...");
     expect(result.stdout).toContain("AIRLOCK_TOKEN");
     expect(result.stderr).toBe("");
+  });
+
+  it.each(COMMAND_PAGES)(
+    "prints only %s's help for `%s --help` and `-h`, and the whole page lists it",
+    async (command, usage) => {
+      const result = await run([command, "--help"]);
+      expect(result.code).toBe(0);
+      expect(result.stderr).toBe("");
+      expect(result.stdout.startsWith(`Usage\n  ${usage}\n\n`)).toBe(true);
+      expect(result.stdout).toMatch(/\nOptions\n(  .+\n)*  -h, --help  +show this help\n/);
+      expect(result.stdout).toMatch(new RegExp(`\\nExample\\n  airlock ${command} .+\\n`));
+      // None of the other commands' usage lines: not the whole page.
+      for (const [other, otherUsage] of COMMAND_PAGES) {
+        if (other !== command) expect(result.stdout).not.toContain(otherUsage);
+      }
+      expect(result.stdout).not.toContain("AIRLOCK_TOKEN");
+      // -h, `airlock help <command>` and --help among other arguments say the same; no relay asked.
+      expect((await run([command, "-h"])).stdout).toBe(result.stdout);
+      expect((await run(["help", command])).stdout).toBe(result.stdout);
+      expect((await run([command, "x", "--help"], {})).stdout).toBe(result.stdout);
+
+      const whole = await run(["--help"]);
+      expect(whole.stdout).toContain(`\n  ${usage}\n`);
+      expect(whole.stdout.length).toBeGreaterThan(result.stdout.length);
+    },
+  );
+
+  it("takes --help after -- as a path, not as a request for help", async () => {
+    const result = await run(["send", "--", "--help"]);
+    expect(result.code).toBe(1);
+    expect(failureLine(result)).toBe("airlock: cannot read --help: no such file or directory");
   });
 
   it("prints the package version for --version", async () => {
@@ -157,7 +201,7 @@ describe.each(RUNTIMES)("airlock under $name", ({ node }) => {
 
   it("lists pull and --to in --help, without any 'not supported yet'", async () => {
     const result = await run(["--help"]);
-    expect(result.stdout).toContain("airlock pull [--dir <dir>] [--json]");
+    expect(result.stdout).toContain("airlock pull [--dir <dir>] [--wait] [--timeout <duration>]");
     expect(result.stdout).toContain("--to <platform:id>");
     expect(result.stdout).not.toContain("not supported yet");
   });

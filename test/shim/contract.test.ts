@@ -25,6 +25,7 @@ const SEND_JSON_FIELDS = [
   "sha256",
   "url",
   "expiresAt",
+  "fileExpiresAt",
   "status",
   "deduped",
   "uploadedBytes",
@@ -32,7 +33,19 @@ const SEND_JSON_FIELDS = [
 ];
 const PULL_JSON_FIELDS = ["itemId", "fileId", "name", "size", "sha256", "path", "source"];
 
-const suite = relaySuite({}, "airlock-contract-");
+/** Distinct from the relay's default, so that the link's expiry is told from the file's. */
+const LINK_TTL_SECONDS = 7200;
+const FILE_TTL_SECONDS = 7 * 86400;
+
+const suite = relaySuite(
+  {
+    vars: {
+      LINK_TTL_SECONDS: String(LINK_TTL_SECONDS),
+      FILE_TTL_SECONDS: String(FILE_TTL_SECONDS),
+    },
+  },
+  "airlock-contract-",
+);
 let drivers: ShimDriver[];
 
 beforeAll(async () => {
@@ -47,6 +60,9 @@ function sameAsNode(driver: ShimDriver, key: string, line: string): void {
   byShim.set(driver.name, line);
   if (driver.name === "python" && byShim.has("node")) expect(line).toBe(byShim.get("node"));
 }
+
+/** The key order of the Node shim's `send --json`, which the other shims follow. */
+let nodeSendKeys: string[] | undefined;
 
 /** An unsupported feature's refusal: exit 2, nothing on stdout, one line naming what. */
 function expectRefusal(result: ShimResult, what: RegExp): void {
@@ -104,6 +120,13 @@ describe.each(["node", "python", "posix"] as const)("the %s shim against the rel
     });
     expect(response.status, await response.clone().text()).toBe(201);
   };
+  /** Acknowledges whatever an earlier case left in the inbox. */
+  const drainInbox = async () => {
+    const listed = await suite.api(token, "GET", "/v1/inbox");
+    for (const item of listed.body.items as { itemId: string }[]) {
+      expect((await suite.api(token, "POST", `/v1/inbox/${item.itemId}/ack`)).status).toBe(200);
+    }
+  };
   const filesBySha = async (sha: string) => {
     const answer = await suite.api(token, "GET", "/v1/files");
     expect(answer.status).toBe(200);
@@ -124,14 +147,10 @@ describe.each(["node", "python", "posix"] as const)("the %s shim against the rel
   it("re-sends a file as a dedup hit: nothing uploaded", async () => {
     const bytes = randomBytes(200_000);
     await writeFile(join(work, "again.bin"), bytes);
-    if (supports("json")) {
-      const first = await sendJson("again.bin");
-      expect(first).toMatchObject({ deduped: false, uploadedBytes: bytes.length });
-      const second = await sendJson("again.bin");
-      expect(second).toMatchObject({ deduped: true, uploadedBytes: 0, sha256: sha256(bytes) });
-    } else {
-      for (let i = 0; i < 2; i++) expect((await airlock(["send", "again.bin"])).code).toBe(0);
-    }
+    const first = await sendJson("again.bin");
+    expect(first).toMatchObject({ deduped: false, uploadedBytes: bytes.length });
+    const second = await sendJson("again.bin");
+    expect(second).toMatchObject({ deduped: true, uploadedBytes: 0, sha256: sha256(bytes) });
     const records = await filesBySha(sha256(bytes));
     expect(records.map((r) => r.deduped).sort()).toEqual([false, true]);
   });
@@ -215,21 +234,25 @@ describe.each(["node", "python", "posix"] as const)("the %s shim against the rel
     }
     expect((await readdir(dir)).sort()).toEqual(expected.map(([raw]) => shown(raw)).sort());
     expect(existsSync(join(work, "etc"))).toBe(false);
-    // Acknowledged: a second pull finds nothing.
+    // Acknowledged: a second pull finds nothing, and says so.
     const again = await airlock(["pull", "--dir", dir]);
-    expect(again).toMatchObject({ code: 0, stdout: "", stderr: "" });
+    expect(again).toMatchObject({ code: 0, stdout: "", stderr: "nothing new in the inbox\n" });
   });
 
-  it("prints --json lines with the same fields (unsupported by the POSIX shim)", async () => {
+  it("prints --json lines with the same fields (the POSIX shim: send's alone)", async () => {
     const bytes = randomBytes(5000);
     await writeFile(join(work, "fields.bin"), bytes);
     await seed("fields.bin", bytes);
     const dir = join(work, "json-inbox");
+    const sent = await sendJson("fields.bin");
+    expect(Object.keys(sent).sort()).toEqual([...SEND_JSON_FIELDS].sort());
+    if (name === "node") nodeSendKeys = Object.keys(sent);
+    else if (nodeSendKeys) expect(Object.keys(sent)).toEqual(nodeSendKeys);
+    expect(sent).toMatchObject({ name: "fields.bin", size: 5000, sha256: sha256(bytes) });
+    expect(sent.status).toBe("verified");
+    expect(sent.deliveries).toEqual([]);
     if (!supports("json")) {
-      expectRefusal(
-        await airlock(["send", "--json", "fields.bin"]),
-        /send --json is not supported/,
-      );
+      // The POSIX shim's --json is send's alone.
       expectRefusal(
         await airlock(["pull", "--json", "--dir", dir]),
         /pull --json is not supported/,
@@ -238,11 +261,6 @@ describe.each(["node", "python", "posix"] as const)("the %s shim against the rel
       expect(existsSync(dir)).toBe(false);
       return;
     }
-    const sent = await sendJson("fields.bin");
-    expect(Object.keys(sent)).toEqual(SEND_JSON_FIELDS);
-    expect(sent).toMatchObject({ name: "fields.bin", size: 5000, sha256: sha256(bytes) });
-    expect(sent.status).toBe("verified");
-    expect(sent.deliveries).toEqual([]);
     const pulled = await airlock(["pull", "--json", "--dir", dir]);
     expect(pulled.stderr).toBe("");
     const record = JSON.parse(pulled.stdout) as Record<string, unknown>;
@@ -260,6 +278,103 @@ describe.each(["node", "python", "posix"] as const)("the %s shim against the rel
       .split("\n")
       .map((line) => (JSON.parse(line) as { fileId: string }).fileId);
     expect(ids).toContain(sent.fileId);
+  });
+
+  it("tells in send --json when the link stops working and when the file goes", async () => {
+    const bytes = randomBytes(3000);
+    await writeFile(join(work, "expiry.bin"), bytes);
+    const before = Date.now();
+    const sent = await sendJson("expiry.bin");
+    const after = Date.now();
+    const linkExpires = Date.parse(sent.expiresAt as string);
+    const fileExpires = Date.parse(sent.fileExpiresAt as string);
+    expect(linkExpires).toBeLessThanOrEqual(fileExpires);
+    // The relay keeps a link's expiry in whole seconds.
+    expect(linkExpires).toBeGreaterThanOrEqual(before - 1000 + LINK_TTL_SECONDS * 1000);
+    expect(linkExpires).toBeLessThanOrEqual(after + LINK_TTL_SECONDS * 1000);
+    expect(fileExpires).toBeGreaterThanOrEqual(before - 1000 + FILE_TTL_SECONDS * 1000);
+    expect(fileExpires).toBeLessThanOrEqual(after + FILE_TTL_SECONDS * 1000);
+    expect(sha256(await download(sent.url as string))).toBe(sha256(bytes));
+  });
+
+  it("pulls into ./uploads by default, $AIRLOCK_INBOX_DIR when set, and --dir over both", async () => {
+    await drainInbox();
+    const cwd = await mkdtemp(join(work, "default-dir-"));
+    const fromVar = join(cwd, "from-var");
+    const pullIn = (args: string[], extra: Record<string, string> = {}) =>
+      runDriver(driver, ["pull", ...args], {
+        env: { ...relayEnv(suite.relay.url, token), ...extra },
+        cwd,
+        home,
+      });
+    const cases: { args: string[]; env: Record<string, string>; dir: string }[] = [
+      { args: [], env: {}, dir: join(cwd, "uploads") },
+      { args: [], env: { AIRLOCK_INBOX_DIR: fromVar }, dir: fromVar },
+      { args: [], env: { AIRLOCK_INBOX_DIR: "" }, dir: join(cwd, "uploads") },
+      { args: ["--dir", "chosen"], env: { AIRLOCK_INBOX_DIR: fromVar }, dir: join(cwd, "chosen") },
+    ];
+    for (const [i, { args, env, dir }] of cases.entries()) {
+      const bytes = randomBytes(1000 + i);
+      await seed(`case-${i}.bin`, bytes);
+      const result = await pullIn(args, env);
+      expect(result.stderr).toBe("");
+      expect(result.code).toBe(0);
+      const written = join(dir, `case-${i}.bin`);
+      expect(result.stdout).toBe(
+        `[User uploaded: case-${i}.bin (${humanSize(bytes.length)}) at ${written}]\n`,
+      );
+      expect(sha256(await readFile(written))).toBe(sha256(bytes));
+    }
+    expect((await readdir(cwd)).sort()).toEqual(["chosen", "from-var", "uploads"]);
+    expect((await readdir(join(cwd, "uploads"))).sort()).toEqual(["case-0.bin", "case-2.bin"]);
+    // Nothing waiting: one line on stderr, exit 0, no directory made.
+    const empty = await pullIn([], { AIRLOCK_INBOX_DIR: join(cwd, "never") });
+    expect(empty).toMatchObject({ code: 0, stdout: "", stderr: "nothing new in the inbox\n" });
+    expect(existsSync(join(cwd, "never"))).toBe(false);
+  });
+
+  it("gives up pull --wait after --timeout with exit 3 (unsupported by the POSIX shim)", async () => {
+    await drainInbox();
+    const dir = join(work, "wait-inbox");
+    const result = await airlock(["pull", "--wait", "--timeout", "1s", "--dir", dir]);
+    if (name === "posix") {
+      expectRefusal(result, /pull --wait is not supported/);
+      return;
+    }
+    expect(result.stdout).toBe("");
+    expect(failureLine(result)).toBe("airlock: nothing arrived in the inbox within 1s");
+    expect(result.code).toBe(3);
+    expect(existsSync(dir)).toBe(false);
+  });
+
+  it("mints a one-download link and deletes a file (unsupported by the POSIX shim)", async () => {
+    if (name === "posix") {
+      expectRefusal(await airlock(["link", "fil_x"]), /link is not supported/);
+      expectRefusal(await airlock(["rm", "fil_x"]), /rm is not supported/);
+      return;
+    }
+    const bytes = randomBytes(4000);
+    await writeFile(join(work, "linked.bin"), bytes);
+    const sent = await sendJson("linked.bin");
+    const fileId = sent.fileId as string;
+    const minted = await airlock(["link", fileId, "--max-downloads", "1", "--json"]);
+    expect(minted.stderr).toBe("");
+    expect(minted.code).toBe(0);
+    const link = JSON.parse(minted.stdout) as Record<string, unknown>;
+    expect(Object.keys(link)).toEqual(["fileId", "url", "expiresAt", "maxDownloads"]);
+    expect(link).toMatchObject({ fileId, maxDownloads: 1 });
+    expect(sha256(await download(link.url as string))).toBe(sha256(bytes));
+    expect((await fetch(link.url as string)).status).toBe(410);
+
+    const removed = await airlock(["rm", fileId]);
+    expect(removed).toMatchObject({ code: 0, stdout: `deleted ${fileId}\n`, stderr: "" });
+    expect((await fetch(sent.url as string)).status).toBe(410);
+    const again = await airlock(["rm", fileId]);
+    expect(again.code).toBe(1);
+    const line = failureLine(again);
+    expect(line).toBe(
+      `airlock: relay refused deleting file ${fileId}: file_not_found: no such file`,
+    );
   });
 
   it("sends a directory as a .tar.gz and gets it back extracted (unsupported by the POSIX shim)", async () => {

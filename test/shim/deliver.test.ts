@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Call } from "./fake-relay";
 import { sendAgainstFakeRelay } from "./send-against-fake-relay";
 import { RUNTIMES, failureLine, prepareShim } from "./run-shim";
+import { USAGE as SHIM_USAGE } from "../../agent-shim/src/cli/help";
 
 let dir: string;
 
@@ -20,8 +21,7 @@ afterAll(async () => {
   if (dir) await rm(dir, { recursive: true, force: true });
 });
 
-const USAGE =
-  "airlock send <path>... [--to <platform:id>]... [--caption <text>] [--wait] [--json] [--media-tag]";
+const USAGE = SHIM_USAGE.send;
 
 describe.each(RUNTIMES)("airlock send --to under $name", ({ node }) => {
   const ctx = sendAgainstFakeRelay(node, () => dir);

@@ -197,7 +197,8 @@ describe.each(SHELLS.map((name, index) => ({ name, index })))(
       expect(version).toEqual({ code: 0, stdout: "0.1.0\n", stderr: "" });
       const help = await airlock(["--help"]);
       expect(help.code).toBe(0);
-      expect(help.stdout).toContain("airlock send <file>");
+      expect(help.stdout).toContain("airlock send [--json] <file>");
+      expect(help.stdout).toContain("(default: $AIRLOCK_INBOX_DIR when it is set, else");
       expectFailure(await airlock([]), 2, /command/);
       expectFailure(await airlock(["frobnicate"]), 2, /unknown command: frobnicate/);
       expectFailure(await airlock(["send"]), 2, /send needs a file/);
@@ -284,7 +285,7 @@ describe.each(SHELLS.map((name, index) => ({ name, index })))(
       expect((await readdir(dir)).sort()).toEqual(["notes (1).txt", "notes.txt", "report.bin"]);
 
       const second = await airlock(["pull", "--dir", dir]);
-      expect(second).toEqual({ code: 0, stdout: "", stderr: "" });
+      expect(second).toEqual({ code: 0, stdout: "", stderr: "nothing new in the inbox\n" });
     });
 
     it("pulls a UTF-8 name and creates a missing --dir", async () => {

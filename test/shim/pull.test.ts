@@ -83,11 +83,11 @@ describe.each(RUNTIMES)("airlock pull under $name", ({ node }) => {
     ]);
     expect(relay.calls.every((c) => c.headers.authorization === `Bearer ${TOKEN}`)).toBe(true);
 
-    // The inbox is empty now: nothing is printed, nothing written.
+    // The inbox is empty now: nothing is printed, nothing written; stderr says so.
     const again = await pull();
     expect(again.code).toBe(0);
     expect(again.stdout).toBe("");
-    expect(again.stderr).toBe("");
+    expect(again.stderr).toBe("nothing new in the inbox\n");
     expect((await readdir(dir)).sort()).toEqual(["notes.txt", "report.pdf"]);
   });
 
@@ -110,18 +110,45 @@ describe.each(RUNTIMES)("airlock pull under $name", ({ node }) => {
     });
   });
 
-  it("prints nothing, writes nothing and exits 0 when nothing is waiting", async () => {
+  it("prints nothing on stdout, writes nothing, says so on stderr and exits 0 when nothing is waiting", async () => {
     const result = await pull();
-    expect(result).toMatchObject({ code: 0, stdout: "", stderr: "" });
+    expect(result).toMatchObject({ code: 0, stdout: "", stderr: "nothing new in the inbox\n" });
     expect(relay.routes()).toEqual(["GET /v1/inbox"]);
     expect(existsSync(dir)).toBe(false);
   });
 
-  it("defaults to /workspace/uploads", async () => {
-    const result = await runShim(["pull", "--help"], { node });
-    expect(result.code).toBe(0);
-    expect(result.stdout).toContain(
-      "--dir <dir>          where pull writes (default: /workspace/uploads",
+  it("writes into ./uploads without --dir, into $AIRLOCK_INBOX_DIR when set; --dir beats both", async () => {
+    const pullIn = (args: string[], env: Record<string, string> = {}) =>
+      runShim(["pull", ...args], {
+        node,
+        cwd: base,
+        env: { ...relayEnv(relay.url, TOKEN, 2), ...env },
+      });
+    const fromVar = join(base, "from-var");
+    relay.addInboxItem("a.txt", Buffer.from("a\n"));
+    const byDefault = await pullIn([]);
+    expect(byDefault.stderr).toBe("");
+    expect(byDefault.stdout).toBe(
+      `[User uploaded: a.txt (2 B) at ${join(base, "uploads", "a.txt")}]\n`,
+    );
+    relay.addInboxItem("b.txt", Buffer.from("b\n"));
+    const byVar = await pullIn([], { AIRLOCK_INBOX_DIR: fromVar });
+    expect(byVar.stdout).toBe(`[User uploaded: b.txt (2 B) at ${join(fromVar, "b.txt")}]\n`);
+    relay.addInboxItem("c.txt", Buffer.from("c\n"));
+    const byOption = await pullIn(["--dir", "chosen"], { AIRLOCK_INBOX_DIR: fromVar });
+    expect(byOption.stdout).toBe(
+      `[User uploaded: c.txt (2 B) at ${join(base, "chosen", "c.txt")}]\n`,
+    );
+    expect((await readdir(base)).sort()).toEqual(["chosen", "from-var", "uploads"]);
+    expect(await readFile(join(base, "uploads", "a.txt"), "utf8")).toBe("a\n");
+    expect(await readFile(join(fromVar, "b.txt"), "utf8")).toBe("b\n");
+    expect(await readFile(join(base, "chosen", "c.txt"), "utf8")).toBe("c\n");
+
+    const help = await runShim(["pull", "--help"], { node });
+    expect(help.code).toBe(0);
+    expect(help.stdout).toContain(
+      "--dir <dir>          where to write (default: $AIRLOCK_INBOX_DIR when it is set,\n" +
+        "                       else uploads/ in the current directory; created if missing)",
     );
   });
 
@@ -199,7 +226,9 @@ describe.each(RUNTIMES)("airlock pull under $name", ({ node }) => {
     const contents = Array.from({ length: 6 }, () => randomBytes(20_000));
     for (const bytes of contents) relay.addInboxItem("same.bin", bytes);
     const [one, two] = await Promise.all([pull(), pull()]);
-    expect(one.stderr + two.stderr).toBe("");
+    // One may find the inbox already emptied by the other, and say so.
+    for (const { stderr } of [one, two])
+      expect(["", "nothing new in the inbox\n"]).toContain(stderr);
     const names = await readdir(dir);
     expect(names.filter((n) => n.endsWith(".part"))).toEqual([]);
     const written = await Promise.all(names.map(async (n) => sha256(await readFile(join(dir, n)))));
@@ -372,7 +401,7 @@ describe.each(RUNTIMES)("airlock pull under $name", ({ node }) => {
     });
     expect(result.code).toBe(2);
     expect(failureLine(result)).toBe(
-      "airlock: pull takes no arguments; usage: airlock pull [--dir <dir>] [--json] [--extract] [--max-bytes <n>] [--readonly]",
+      "airlock: pull takes no arguments; usage: airlock pull [--dir <dir>] [--wait] [--timeout <duration>] [--extract] [--max-bytes <n>] [--readonly] [--json]",
     );
     expect(relay.calls).toEqual([]);
   });

@@ -365,6 +365,12 @@ describe("the Python shim's extraction, word for word the Node shim's", () => {
       ["pull", "--max-bytes=lots", "--extract"],
       ["pull", "--bogus"],
       ["pull", "--dir"],
+      ["pull", "--timeout", "5s"],
+      ["pull", "--wait", "--timeout", "soon"],
+      ["link"],
+      ["link", "fil_x", "--max-downloads", "0"],
+      ["link", "fil_x", "--expires", "0"],
+      ["rm", "a", "b"],
       ["get"],
       ["get", "f_1", "--extract", "-o", "-"],
       ["send"],
@@ -376,19 +382,30 @@ describe("the Python shim's extraction, word for word the Node shim's", () => {
           await runDriver(driver, args, { env: relayEnv(relay.url, TOKEN), cwd: base, home: base }),
         );
       }
-      expect(results[1]!.stderr, args.join(" ")).toBe(results[0]!.stderr);
+      // The Python shim's send is a subset (no -, --name, --expires, --max-downloads): its
+      // usage line is its own, the words before it are the Node shim's.
+      const [fromNode, fromPython] = results.map((r) =>
+        args[0] === "send" ? r.stderr.split("; usage: ")[0] : r.stderr,
+      );
+      expect(fromPython, args.join(" ")).toBe(fromNode);
+      expect(results[1]!.stderrLines).toHaveLength(1);
       expect(results[1]!.code).toBe(2);
       expect(results[0]!.code).toBe(2);
     }
-    // Its global usage line leaves out tool-schema, which only the Node shim has.
+    // Its global usage line leaves out request and tool-schema, which only the Node shim has.
     const env = relayEnv(relay.url, TOKEN);
-    const usage = "usage: airlock <send|get|pull|ls> ... | airlock --help | airlock --version";
+    const usage =
+      "usage: airlock <send|get|pull|link|rm|ls> ... | airlock <command> --help | airlock --help | airlock --version";
     for (const [args, line] of [
       [["frobnicate"], `airlock: unknown command frobnicate; ${usage}`],
       [[], `airlock: no command given; ${usage}`],
       [
         ["tool-schema"],
         "airlock: tool-schema is not in the Python shim; run it with the Node shim (/shim/airlock.mjs)",
+      ],
+      [
+        ["request"],
+        "airlock: request is not in the Python shim; run it with the Node shim (/shim/airlock.mjs)",
       ],
     ] as const) {
       const result = await runDriver(python, [...args], { env, cwd: base, home: base });

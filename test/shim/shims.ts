@@ -81,7 +81,7 @@ export async function shimDrivers(scratch: string): Promise<ShimDriver[]> {
       argv: [required("dash"), POSIX_SHIM],
       path: systemPath,
       unsupported: {
-        json: "sends and pulls without --json",
+        json: "pulls without --json; no ls",
         gzip: "sends every file as it is",
         directories: "sends single files only",
         get: "has no get",

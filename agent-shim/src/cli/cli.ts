@@ -1,21 +1,25 @@
 import { parseCommandArgs } from "./args.js";
 import { get } from "../commands/get.js";
+import { link } from "../commands/link.js";
 import { ls } from "../commands/ls.js";
 import { pull } from "../commands/pull.js";
 import { request } from "../commands/request.js";
+import { rm } from "../commands/rm.js";
 import { send } from "../commands/send.js";
 import { toolSchemaCommand } from "../commands/tool-schema.js";
 import { UsageError } from "./errors.js";
-import { HELP, USAGE } from "./help.js";
+import { HELP, USAGE, commandHelp, type CommandName } from "./help.js";
 import { exitQuietlyOnClosedStdout, fail, print } from "./output.js";
 import { VERSION } from "./version.js";
 
-const COMMANDS: Record<string, (args: string[]) => Promise<void>> = {
+const COMMANDS: Record<CommandName, (args: string[]) => Promise<void>> = {
   send,
   get,
   pull,
-  ls,
   request,
+  link,
+  rm,
+  ls,
   "tool-schema": toolSchemaCommand,
 };
 
@@ -23,9 +27,14 @@ const COMMANDS: Record<string, (args: string[]) => Promise<void>> = {
 async function main(argv: string[]): Promise<void> {
   const [command, ...rest] = argv;
   if (command === undefined) throw new UsageError(`no command given; usage: ${USAGE.global}`);
-  const run = COMMANDS[command];
-  if (run) return run(rest);
-  if (command === "help") return print(HELP);
+  if (isCommand(command)) {
+    if (asksForHelp(rest)) return print(commandHelp(command));
+    return COMMANDS[command](rest);
+  }
+  if (command === "help") {
+    const [topic] = rest;
+    return print(topic !== undefined && isCommand(topic) ? commandHelp(topic) : HELP);
+  }
   if (!command.startsWith("-")) {
     throw new UsageError(`unknown command ${command}; usage: ${USAGE.global}`);
   }
@@ -38,6 +47,19 @@ async function main(argv: string[]): Promise<void> {
   if (values.help) return print(HELP);
   if (values.version) return print(VERSION);
   throw new UsageError(`unexpected argument ${positionals[0]}; usage: ${USAGE.global}`);
+}
+
+function isCommand(name: string): name is CommandName {
+  return Object.hasOwn(COMMANDS, name);
+}
+
+/**
+ * `-h` or `--help` among a command's options (not after `--`, where it would be a path): the
+ * command's own help, whatever else is on the line, as its own parser would answer too.
+ */
+function asksForHelp(args: string[]): boolean {
+  const end = args.indexOf("--");
+  return (end === -1 ? args : args.slice(0, end)).some((arg) => arg === "--help" || arg === "-h");
 }
 
 exitQuietlyOnClosedStdout();

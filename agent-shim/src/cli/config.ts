@@ -7,7 +7,6 @@ export const DEFAULT_RETRY_BASE_MS = 250;
 /** The largest backoff ceiling in ms. */
 export const RETRY_CAP_MS = 8_000;
 /** Where `airlock pull` writes unless `--dir` says otherwise. */
-export const DEFAULT_PULL_DIR = "/workspace/uploads";
 /** gzip level: 1 keeps compression well ahead of typical upload speeds. */
 export const GZIP_LEVEL = 1;
 /** Parts of a multipart upload in flight at once, unless `AIRLOCK_UPLOAD_CONCURRENCY` says otherwise. */

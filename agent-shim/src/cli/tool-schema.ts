@@ -1,5 +1,5 @@
-import { DEFAULT_PULL_DIR } from "./config.js";
 import { DESTINATION, DESTINATION_SHAPES } from "../download/destinations.js";
+import { DEFAULT_INBOX_DIR, INBOX_DIR_VAR } from "../download/inbox-dir.js";
 
 /**
  * The tools an agent host registers so that a model can move files: `send_file` and
@@ -38,9 +38,11 @@ const SEND_FILE: Tool = {
     "Upload a file from this sandbox and get a share link to it. Use it to give the user a file " +
     "you made (a report, a chart, an archive) rather than pasting its contents. The result is a " +
     "JSON object: `url` is the link (anyone who has it can download the file until `expiresAt`), " +
-    "with `name`, `size` and `sha256` of what was sent. With `to`, the file is also posted to " +
-    "each of those chats, with `caption`; `deliveries` has one record per chat, and one whose " +
-    "`status` is not `delivered` carries the reason in `error` (the link works all the same).",
+    "with `fileId`, `name`, `size` and `sha256` of what was sent. The file itself stays until " +
+    "`fileExpiresAt`: until then `airlock link <fileId>` mints a fresh link to it. With `to`, " +
+    "the file is also posted to each of those chats, with `caption`; `deliveries` has one record " +
+    "per chat, and one whose `status` is not `delivered` carries the reason in `error` (the link " +
+    "works all the same).",
   parameters: {
     type: "object",
     properties: {
@@ -79,10 +81,12 @@ const RECEIVE_FILES: Tool = {
   title: "Receive files",
   description:
     "Fetch the files people have sent you (attachments in the chat, files provided for this " +
-    `task) that have not been fetched yet. Each one is written into ${DEFAULT_PULL_DIR}, never ` +
-    'over an existing file (a clash becomes "name (1).ext"), and the result has one line per ' +
-    "file: `[User uploaded: <name> (<size>) at <path>]`. Each file is returned once; an empty " +
-    "result means nothing new has arrived.",
+    "task) that have not been fetched yet. Each one is written into the sandbox's inbox " +
+    `directory ($${INBOX_DIR_VAR} when it is set, else ${DEFAULT_INBOX_DIR}/ in the working ` +
+    'directory), never over an existing file (a clash becomes "name (1).ext"), and the result ' +
+    "has one line per file: `[User uploaded: <name> (<size>) at <path>]`, <path> being exactly " +
+    "where it was written. Each file is returned once; an empty result means nothing new has " +
+    "arrived.",
   parameters: { type: "object", properties: {}, additionalProperties: false },
   annotations: {
     readOnlyHint: false,

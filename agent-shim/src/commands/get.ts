@@ -5,7 +5,7 @@ import { archiveStem, extractArchive } from "../archive/archive-extract.js";
 import { maxExtractBytes } from "../archive/archive-limit.js";
 import { relayConfig, retryPolicy } from "../cli/config.js";
 import { CliError, UsageError, fsError } from "../cli/errors.js";
-import { HELP, USAGE } from "../cli/help.js";
+import { USAGE, commandHelp } from "../cli/help.js";
 import { download, type DownloadSource, type Output } from "../download/download.js";
 import { safeFileName } from "../download/file-names.js";
 import { note, print } from "../cli/output.js";
@@ -28,7 +28,7 @@ const OPTIONS = {
  */
 export async function get(args: string[]): Promise<void> {
   const { values, positionals } = parseCommandArgs(args, OPTIONS, USAGE.get);
-  if (values.help) return print(HELP);
+  if (values.help) return print(commandHelp("get"));
   const [ref, ...extra] = positionals;
   if (ref === undefined || extra.length > 0) {
     throw new UsageError(`get takes exactly one file id or share URL; usage: ${USAGE.get}`);

@@ -1,7 +1,7 @@
 import { parseCommandArgs } from "../cli/args.js";
 import { relayConfig, retryPolicy } from "../cli/config.js";
 import { UsageError } from "../cli/errors.js";
-import { HELP, USAGE } from "../cli/help.js";
+import { USAGE, commandHelp } from "../cli/help.js";
 import { humanSize } from "../cli/human-size.js";
 import { print } from "../cli/output.js";
 import { RelayClient, type FileRecord } from "../transport/relay-client.js";
@@ -14,7 +14,7 @@ const OPTIONS = {
 /** `airlock ls [--json]`: this session's files, newest first. */
 export async function ls(args: string[]): Promise<void> {
   const { values, positionals } = parseCommandArgs(args, OPTIONS, USAGE.ls);
-  if (values.help) return print(HELP);
+  if (values.help) return print(commandHelp("ls"));
   if (positionals.length > 0) throw new UsageError(`ls takes no arguments; usage: ${USAGE.ls}`);
   const files = await new RelayClient(relayConfig(), retryPolicy()).listFiles();
   if (values.json) {

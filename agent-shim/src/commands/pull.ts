@@ -1,15 +1,18 @@
 import { chmod, lstat, mkdir, readdir } from "node:fs/promises";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
 import { parseCommandArgs } from "../cli/args.js";
 import { archiveStem, extractArchive } from "../archive/archive-extract.js";
 import { maxExtractBytes } from "../archive/archive-limit.js";
-import { DEFAULT_PULL_DIR, relayConfig, retryPolicy, type RetryPolicy } from "../cli/config.js";
+import { relayConfig, retryPolicy, type RetryPolicy } from "../cli/config.js";
+import { parseDuration } from "../cli/duration.js";
 import { CliError, UnavailableError, UsageError, fsError } from "../cli/errors.js";
-import { HELP, USAGE } from "../cli/help.js";
+import { PULL_TIMEOUT_EXIT, USAGE, commandHelp } from "../cli/help.js";
 import { download } from "../download/download.js";
 import { safeFileName } from "../download/file-names.js";
+import { inboxDir } from "../download/inbox-dir.js";
 import { humanSize } from "../cli/human-size.js";
-import { print, warn } from "../cli/output.js";
+import { note, print, warn } from "../cli/output.js";
+import { shownDuration, waitForInbox } from "./inbox-wait.js";
 import { RelayClient, type InboxItem } from "../transport/relay-client.js";
 import { releaseTemp, tempPath } from "../upload/temp-files.js";
 
@@ -19,6 +22,8 @@ const OPTIONS = {
   extract: { type: "boolean" },
   "max-bytes": { type: "string" },
   readonly: { type: "boolean" },
+  wait: { type: "boolean" },
+  timeout: { type: "string" },
   help: { type: "boolean", short: "h" },
 } as const;
 
@@ -38,10 +43,14 @@ export interface PullResult {
 }
 
 /**
- * `airlock pull [--dir <dir>] [--json] [--extract]`: writes each file waiting in the inbox into the
- * directory (oldest first, verified, under a safe name that replaces nothing), acknowledges it only
- * once it is there, and prints a line per file. A file that fails is reported and stays in the
- * inbox; the others carry on, unless the relay itself is out of reach.
+ * `airlock pull [--dir <dir>] [--wait] [--timeout <duration>] [--json] [--extract]`: writes each
+ * file waiting in the inbox into the directory (`--dir`, else `$AIRLOCK_INBOX_DIR`, else
+ * `./uploads`; oldest first, verified, under a safe name that replaces nothing), acknowledges it
+ * only once it is there, and prints a line per file. A file that fails is reported and stays in
+ * the inbox; the others carry on, unless the relay itself is out of reach.
+ *
+ * With nothing waiting it says so on stderr and exits 0; with --wait it waits for something to
+ * arrive instead, and with --timeout as well gives up after that long (exit 3).
  *
  * With --readonly, each file written (with --extract, each file extracted) is left mode 0444.
  *
@@ -56,7 +65,7 @@ export interface PullResult {
  */
 export async function pull(args: string[]): Promise<void> {
   const { values, positionals } = parseCommandArgs(args, OPTIONS, USAGE.pull);
-  if (values.help) return print(HELP);
+  if (values.help) return print(commandHelp("pull"));
   if (positionals.length > 0) {
     throw new UsageError(`pull takes no arguments; usage: ${USAGE.pull}`);
   }
@@ -64,13 +73,25 @@ export async function pull(args: string[]): Promise<void> {
   if (values["max-bytes"] !== undefined && !values.extract) {
     throw new UsageError(`--max-bytes limits --extract; usage: ${USAGE.pull}`);
   }
+  if (values.timeout !== undefined && !values.wait) {
+    throw new UsageError(`--timeout needs --wait; usage: ${USAGE.pull}`);
+  }
+  const timeout =
+    values.timeout === undefined
+      ? undefined
+      : parseDuration(values.timeout, "--timeout", USAGE.pull);
   const maxBytes = maxExtractBytes(values["max-bytes"], USAGE.pull);
-  const dir = resolve(values.dir ?? DEFAULT_PULL_DIR);
+  const dir = inboxDir(values.dir);
   const policy = retryPolicy();
   const relay = new RelayClient(relayConfig(), policy);
 
-  const items = await relay.listInbox();
-  if (items.length === 0) return;
+  const items = values.wait ? await waitForInbox(relay, timeout) : await relay.listInbox();
+  if (items === undefined) {
+    warn(`nothing arrived in the inbox within ${shownDuration(timeout!)}`);
+    process.exitCode = PULL_TIMEOUT_EXIT;
+    return;
+  }
+  if (items.length === 0) return note("nothing new in the inbox");
   await mkdir(dir, { recursive: true }).catch((err: unknown) => {
     throw fsError("create directory", dir, err);
   });

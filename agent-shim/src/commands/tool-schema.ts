@@ -1,6 +1,6 @@
 import { parseCommandArgs } from "../cli/args.js";
 import { UsageError } from "../cli/errors.js";
-import { HELP, USAGE } from "../cli/help.js";
+import { USAGE, commandHelp } from "../cli/help.js";
 import { print } from "../cli/output.js";
 import { TOOL_SCHEMA_FORMATS, toolSchema, type ToolSchemaFormat } from "../cli/tool-schema.js";
 
@@ -15,7 +15,7 @@ const OPTIONS = {
  */
 export async function toolSchemaCommand(args: string[]): Promise<void> {
   const { values, positionals } = parseCommandArgs(args, OPTIONS, USAGE.toolSchema);
-  if (values.help) return print(HELP);
+  if (values.help) return print(commandHelp("tool-schema"));
   if (positionals.length > 0) {
     throw new UsageError(`tool-schema takes no arguments; usage: ${USAGE.toolSchema}`);
   }

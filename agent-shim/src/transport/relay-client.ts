@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import type { RelayConfig, RetryPolicy } from "../cli/config.js";
-import { CliError } from "../cli/errors.js";
+import type { Readable } from "node:stream";
+import { CliError, RefusalError } from "../cli/errors.js";
 import { isRetryableStatus, readText, request, statusError } from "./http.js";
 import { withRetry } from "./retry.js";
 import type {
@@ -34,6 +35,22 @@ export interface UploadDeclaration {
   partSha256?: string[];
 }
 
+/** `POST /v1/requests`: what an upload link takes. */
+export interface UploadRequestBody {
+  name?: string;
+  maxBytes?: number;
+  ttlSeconds?: number;
+}
+
+/** The relay's answer to `POST /v1/requests`. */
+export interface UploadRequestRecord {
+  requestId: string;
+  url: string;
+  name: string | null;
+  maxBytes: number;
+  expiresAt: string;
+}
+
 /** An inbox entry; a top-level `fileId` is accepted too, though the documented place is `file`. */
 export type InboxItem = InboxRecord & { fileId?: string };
 
@@ -51,6 +68,25 @@ function isRetryable(status: number, code: string | undefined): boolean {
   if (code !== undefined && FINAL_CODES.has(code)) return false;
   if (code !== undefined && RETRYABLE_CODES.has(code)) return true;
   return isRetryableStatus(status);
+}
+
+/** `POST /v1/files/:id/links`: the link's lifetime in seconds and its download limit. */
+export interface LinkOptions {
+  ttlSeconds?: number;
+  maxDownloads?: number;
+}
+
+/** A share link minted on its own: `maxDownloads` is null when unlimited. */
+export interface ShareLink {
+  url: string;
+  expiresAt: string;
+  maxDownloads: number | null;
+}
+
+/** The answer to `DELETE /v1/files/:id`. */
+export interface DeletedFile {
+  fileId: string;
+  deletedAt: string;
 }
 
 /** A request for a file's bytes, ready for `download`. */
@@ -139,6 +175,16 @@ export class RelayClient {
     await this.call("POST", path, `acknowledging ${name}`);
   }
 
+  /** Mints an upload link for a person to send this sandbox one file (`POST /v1/requests`). */
+  async createUploadRequest(body: UploadRequestBody): Promise<UploadRequestRecord> {
+    const action = "the upload link request";
+    const answer = await this.call<UploadRequestRecord>("POST", "/v1/requests", action, body);
+    if (typeof answer?.url !== "string" || typeof answer.requestId !== "string") {
+      throw new CliError(`relay gave an unexpected answer to ${action}`);
+    }
+    return answer;
+  }
+
   /** The authenticated request for a file's original bytes. */
   contentRequest(fileId: string): ContentRequest {
     return {
@@ -150,6 +196,57 @@ export class RelayClient {
   /** Where the relay is, for messages. */
   get url(): string {
     return this.config.url;
+  }
+
+  /** Mints a share link of its own to a file (`POST /v1/files/:id/links`). */
+  createLink(fileId: string, options: LinkOptions): Promise<ShareLink> {
+    const path = `/v1/files/${encodeURIComponent(fileId)}/links`;
+    return this.call("POST", path, `a new link to file ${fileId}`, options);
+  }
+
+  /** Deletes a file (`DELETE /v1/files/:id`): its share links stop working. */
+  deleteFile(fileId: string): Promise<DeletedFile> {
+    const path = `/v1/files/${encodeURIComponent(fileId)}`;
+    return this.call("DELETE", path, `deleting file ${fileId}`);
+  }
+
+  /**
+   * `POST /v1/single-uploads`: declares, stores, verifies and registers a small file in one
+   * request (the declaration in the query, the stored bytes as the body; `body` makes a fresh
+   * body for each attempt). Undefined when the relay has no such route (an older relay): the
+   * caller declares and PUTs instead.
+   */
+  async singleUpload(
+    declaration: Required<Omit<UploadDeclaration, "partSha256">>,
+    body: () => Buffer | Readable,
+  ): Promise<FileRecord | undefined> {
+    const { name, size, sha256, contentType, encoding, storedSize, storedSha256 } = declaration;
+    const query = new URLSearchParams({ name, size: String(size), sha256, contentType });
+    query.set("encoding", encoding);
+    query.set("storedSha256", storedSha256);
+    const action = `upload of ${name}`;
+    const headers = {
+      authorization: `Bearer ${this.config.token}`,
+      accept: "application/json",
+      "content-type": "application/octet-stream",
+      "content-length": String(storedSize),
+    };
+    const url = `${this.config.url}/v1/single-uploads?${query}`;
+    const target = { service: "relay" as const, url: this.config.url, action };
+    try {
+      return await withRetry(this.policy, target, async () => {
+        const res = await request({ method: "POST", url, headers, body: body() });
+        const text = await readText(res);
+        const status = res.statusCode ?? 0;
+        if (status >= 200 && status < 300) return parseJson<FileRecord>(text, action);
+        throw statusError(res, text, `relay refused ${action}`, isRetryable);
+      });
+    } catch (err) {
+      if (err instanceof RefusalError && err.status === 404 && err.body.code === "not_found") {
+        return undefined;
+      }
+      throw err;
+    }
   }
 
   private call<T>(
