@@ -17,6 +17,8 @@ import { sessionFiles } from "./routes/session-files";
 import { share } from "./routes/share";
 import { shim } from "./routes/shim";
 import { uploads } from "./routes/uploads";
+import { requests } from "./routes/requests";
+import { uploadLinks } from "./routes/upload-links";
 import { createBlobStore, type BlobStore } from "./storage";
 
 interface Setup {
@@ -73,7 +75,9 @@ export const app = new Hono<AppEnv>()
   .route("/v1/inbox", inbox)
   .route("/webhooks", webhooks)
   .route("/d", share)
-  .route("/shim", shim);
+  .route("/shim", shim)
+  .route("/v1/requests", requests)
+  .route("/u", uploadLinks);
 
 app.notFound((c) =>
   c.json(

@@ -1,0 +1,23 @@
+import { Hono } from "hono";
+import type { AppEnv } from "../app-env";
+import { requireCaller, sessionOf } from "../auth/middleware";
+import { readJson } from "../http/json-body";
+import {
+  createRequestBody,
+  createUploadRequest,
+  uploadRequestState,
+} from "../services/upload-requests";
+
+/** Sandbox routes: ask a person for a file through an upload link, and see whether it came. */
+export const requests = new Hono<AppEnv>()
+  .use(requireCaller("session"))
+  .post("/", async (c) => {
+    const body = await readJson(c, createRequestBody);
+    const session = sessionOf(c.var.caller);
+    const created = await createUploadRequest(c.var.deps, session, body, new URL(c.req.url).origin);
+    return c.json(created, 201);
+  })
+  .get("/:id", async (c) => {
+    const session = sessionOf(c.var.caller);
+    return c.json(await uploadRequestState(c.var.deps, session, c.req.param("id")));
+  });
