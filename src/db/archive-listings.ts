@@ -1,4 +1,4 @@
-import type { TarEntry, TarListing } from "../services/tar-listing";
+import type { TarEntry, TarListing } from "../content/tar-listing-types";
 
 /** A stored archive listing; `listing` is null when the bytes turned out not to be a tar. */
 export interface StoredListing {

@@ -5,6 +5,12 @@ export interface PlatformRetryPolicy {
   baseDelayMs: number;
   /** Longest wait the relay accepts, also for a platform's `retry_after`. */
   maxDelayMs: number;
+  /** How many times longer each wait is than the one before; 2 unless set. */
+  growth?: number;
+  /** Each wait is a random part of its backoff (full jitter) unless this is false. */
+  jitter?: boolean;
+  /** Which failures are worth another attempt; 429, 5xx and network failures unless set. */
+  retryable?: (error: unknown) => boolean;
 }
 
 export const DEFAULT_PLATFORM_RETRY: PlatformRetryPolicy = {
@@ -14,29 +20,42 @@ export const DEFAULT_PLATFORM_RETRY: PlatformRetryPolicy = {
 };
 
 /**
- * Runs a platform call, retrying 429 (after the platform's `retry_after`), 5xx and
- * network failures with exponential backoff and jitter. A refusal (4xx) is final.
+ * Runs a platform call (told its attempt number, from 1), retrying 429 (after the
+ * platform's `retry_after`), 5xx and network failures with exponential backoff and jitter,
+ * or whatever `policy.retryable` accepts. A refusal (4xx) is final; so is a `retry_after`
+ * longer than `policy.maxDelayMs`.
  */
 export async function withPlatformRetry<T>(
-  call: () => Promise<T>,
+  call: (attempt: number) => Promise<T>,
   policy: PlatformRetryPolicy = DEFAULT_PLATFORM_RETRY,
 ): Promise<T> {
+  const retryable = policy.retryable ?? isTransient;
   for (let attempt = 1; ; attempt++) {
     try {
-      return await call();
+      return await call(attempt);
     } catch (error) {
-      const retryable = error instanceof PlatformError ? error.retryable : isNetworkError(error);
-      if (!retryable || attempt >= policy.attempts) throw error;
-      const backoff =
-        Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** (attempt - 1)) * Math.random();
+      if (!retryable(error) || attempt >= policy.attempts) throw error;
       const asked =
         error instanceof PlatformError && error.retryAfterSeconds !== undefined
           ? error.retryAfterSeconds * 1000
           : 0;
       if (asked > policy.maxDelayMs) throw error;
-      await new Promise((resolve) => setTimeout(resolve, Math.max(asked, backoff)));
+      await new Promise((resolve) =>
+        setTimeout(resolve, Math.max(asked, backoff(policy, attempt))),
+      );
     }
   }
+}
+
+/** The wait after failed attempt `attempt`: grows from `baseDelayMs`, capped at `maxDelayMs`. */
+function backoff(policy: PlatformRetryPolicy, attempt: number): number {
+  const grown = policy.baseDelayMs * (policy.growth ?? 2) ** (attempt - 1);
+  const capped = Math.min(policy.maxDelayMs, grown);
+  return policy.jitter === false ? capped : capped * Math.random();
+}
+
+function isTransient(error: unknown): boolean {
+  return error instanceof PlatformError ? error.retryable : isNetworkError(error);
 }
 
 /** fetch rejects with a TypeError (or a runtime network error) when no answer came. */

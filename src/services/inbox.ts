@@ -17,6 +17,7 @@ import { newId } from "../ids";
 import { parseDestination, type Platform } from "../platforms";
 import type { InboundAttachment, Refusal, WebhookEvent } from "../platforms/platform";
 import { AttachmentRefusedError } from "../platforms/streams";
+import { withPlatformRetry, type PlatformRetryPolicy } from "../platforms/retry";
 import type { InboxRecord } from "../wire-types";
 import { toFileRecord } from "./file-record";
 import { ingest, roomFor } from "./ingest";
@@ -130,63 +131,102 @@ function replyInChat(deps: Deps, chat: string, refused: Refusal[]): void {
   );
 }
 
-/** Fetches one attachment into storage, with retries; records the failure if all fail. */
-export async function fetchIntoInbox(deps: Deps, itemId: string, attempts = 3): Promise<void> {
-  for (let attempt = 1; attempt <= attempts; attempt++) {
-    const item = await findInboxItem(deps.db, itemId);
-    if (!item?.attachment || (item.status !== "fetching" && item.status !== "failed")) return;
-    if (item.attempts >= MAX_FETCH_ATTEMPTS || !(await startFetchAttempt(deps.db, itemId))) return;
-    const name = cleanFileName(item.name, "file");
-    try {
-      const pending = JSON.parse(item.attachment) as PendingAttachment;
-      const platform = deps.platforms[pending.platform];
-      if (!platform) throw new Error(`${pending.platform} is no longer configured`);
-      if (pending.size !== null) {
-        const { refusal } = await roomFor(deps, item.sessionId, pending.size);
-        if (refusal) throw refusal;
-      }
-      // The download's own length is checked again in ingest, before its body is read.
-      const { body, size } = await platform.fetchAttachment(pending.ref);
-      const contentType =
-        mediaType.safeParse(pending.contentType).data ?? "application/octet-stream";
-      const file = await ingest(deps, {
-        sessionId: item.sessionId,
-        name,
-        contentType,
-        body,
-        size,
-      }).catch(async (error: unknown) => {
-        // Stops the download (a refused one was never read; a failed one is locked, and this rejects).
-        await body.cancel().catch(() => {});
-        throw error;
-      });
-      await markInboxReady(deps.db, itemId, file.id);
-      logEvent("attachment_fetched", {
-        itemId,
-        chat: item.source,
-        fileId: file.id,
-        size: file.size,
-        attempt,
-      });
-      return;
-    } catch (error) {
-      // Refused by the relay's own limits or the platform's hosts: final, never retried.
-      const hopeless = error instanceof AttachmentRefusedError || error instanceof AppError;
-      const message = error instanceof AppError ? error.message : String(error);
-      await markInboxFailed(
-        deps.db,
-        itemId,
-        message.slice(0, 500),
-        hopeless ? MAX_FETCH_ATTEMPTS : 0,
-      );
-      logFailure("attachment_fetch_failed", item.source, error, { itemId, attempt });
-      if (error instanceof AppError && TOO_BIG.has(error.code))
-        replyInChat(deps, item.source, [{ name, reason: error.message }]);
-      if (hopeless) return;
-      if (attempt < attempts)
-        await new Promise((resolve) => setTimeout(resolve, 250 * 4 ** (attempt - 1)));
-    }
+/**
+ * A failed fetch, already recorded on the item and logged. The retry sees this wrapper, not
+ * the platform's error, so it decides by `final` alone (a `retry_after` is not waited for).
+ */
+class RecordedFetchFailure extends Error {
+  override readonly name = "RecordedFetchFailure";
+
+  constructor(
+    readonly final: boolean,
+    cause: unknown,
+  ) {
+    super(String(cause), { cause });
   }
+}
+
+/** Waits between one attachment's fetches: no jitter, and never a platform's `retry_after`. */
+const FETCH_RETRY: PlatformRetryPolicy = {
+  attempts: 3,
+  baseDelayMs: 250,
+  growth: 4,
+  jitter: false,
+  maxDelayMs: 30_000,
+  retryable: (error) => error instanceof RecordedFetchFailure && !error.final,
+};
+
+/**
+ * Fetches one attachment into storage, with retries (waits of 250 ms, then 1 s, 4 s, ...).
+ * Each failure is recorded on the item; one refused by the relay's limits or the platform's
+ * hosts is final. An item left failed is tried again when the sandbox next polls its inbox.
+ */
+export async function fetchIntoInbox(deps: Deps, itemId: string, attempts = 3): Promise<void> {
+  try {
+    await withPlatformRetry((attempt) => fetchOnce(deps, itemId, attempt), {
+      ...FETCH_RETRY,
+      attempts,
+    });
+  } catch (error) {
+    if (!(error instanceof RecordedFetchFailure)) throw error;
+  }
+}
+
+/**
+ * One fetch of an item's attachment, unless it is ready or acked, out of attempts, or
+ * taken by another fetch meanwhile. Records a failure and rethrows it.
+ */
+async function fetchOnce(deps: Deps, itemId: string, attempt: number): Promise<void> {
+  const item = await findInboxItem(deps.db, itemId);
+  if (!item?.attachment || (item.status !== "fetching" && item.status !== "failed")) return;
+  if (item.attempts >= MAX_FETCH_ATTEMPTS || !(await startFetchAttempt(deps.db, itemId))) return;
+  const name = cleanFileName(item.name, "file");
+  try {
+    const file = await ingestAttachment(deps, item.sessionId, item.attachment, name);
+    await markInboxReady(deps.db, itemId, file.id);
+    logEvent("attachment_fetched", {
+      itemId,
+      chat: item.source,
+      fileId: file.id,
+      size: file.size,
+      attempt,
+    });
+  } catch (error) {
+    // Refused by the relay's own limits or the platform's hosts: final, never retried.
+    const final = error instanceof AttachmentRefusedError || error instanceof AppError;
+    const message = error instanceof AppError ? error.message : String(error);
+    await markInboxFailed(deps.db, itemId, message.slice(0, 500), final ? MAX_FETCH_ATTEMPTS : 0);
+    logFailure("attachment_fetch_failed", item.source, error, { itemId, attempt });
+    if (error instanceof AppError && TOO_BIG.has(error.code))
+      replyInChat(deps, item.source, [{ name, reason: error.message }]);
+    throw new RecordedFetchFailure(final, error);
+  }
+}
+
+/** Downloads a pending attachment from its platform and stores it as one of the session's files. */
+async function ingestAttachment(
+  deps: Deps,
+  sessionId: string,
+  attachment: string,
+  name: string,
+): Promise<FileRow> {
+  const pending = JSON.parse(attachment) as PendingAttachment;
+  const platform = deps.platforms[pending.platform];
+  if (!platform) throw new Error(`${pending.platform} is no longer configured`);
+  if (pending.size !== null) {
+    const { refusal } = await roomFor(deps, sessionId, pending.size);
+    if (refusal) throw refusal;
+  }
+  // The download's own length is checked again in ingest, before its body is read.
+  const { body, size } = await platform.fetchAttachment(pending.ref);
+  const contentType = mediaType.safeParse(pending.contentType).data ?? "application/octet-stream";
+  return ingest(deps, { sessionId, name, contentType, body, size }).catch(
+    async (error: unknown) => {
+      // Stops the download (a refused one was never read; a failed one is locked, and this rejects).
+      await body.cancel().catch(() => {});
+      throw error;
+    },
+  );
 }
 
 /** The session's ready items, oldest first; failed or stalled fetches are retried meanwhile. */

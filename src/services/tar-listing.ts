@@ -6,23 +6,12 @@ import {
   paddingLength,
   parseHeader,
   withOverrides,
-  type EntryType,
   type Overrides,
 } from "../content/tar-header";
+import type { TarEntry, TarListing } from "../content/tar-listing-types";
 
-/** One entry of a tar archive, as the page lists it. */
-export interface TarEntry {
-  name: string;
-  size: number;
-  type: EntryType;
-  linkTarget?: string;
-}
-
-/** The entries read, and why reading stopped before the end, if it did. */
-export interface TarListing {
-  entries: TarEntry[];
-  stopped?: "entries" | "bytes" | "corrupt";
-}
+// The share page still imports them from here.
+export type { TarEntry, TarListing } from "../content/tar-listing-types";
 
 /**
  * How far a listing reads: it runs once per stored archive, but on bytes anyone may have

@@ -162,6 +162,51 @@ describe("receiving from Telegram", () => {
     await inboxOf(token); // the poll retries in the background
     expect((await inboxOf(token)).map((i) => i.name)).toEqual(["flaky.bin", "later.bin"]);
   });
+
+  it("fetches again after a failed download, but never after the relay refused the file", async () => {
+    const chat = uniqueChatId();
+    const { sessionId, token } = await client.mintSession({
+      destinations: [`telegram:${chat}`],
+      quotaBytes: 50_000,
+    });
+    const bytes = randomBytes(2000);
+    const flaky = await fakes.addFile<TelegramRef>("telegram", "flaky.bin", bytes);
+    await fakes.fault("telegram", {
+      method: "file",
+      times: 1,
+      response: { status: 503, body: "unavailable" },
+    });
+    await telegramWebhook(chat, { document: flaky });
+    // Under-reported: the quota refuses it once the download's length is known.
+    const liar = await fakes.addFile<TelegramRef>("telegram", "liar.bin", randomBytes(60_000));
+    await telegramWebhook(chat, { document: { ...liar, file_size: 10 } });
+    const downloads = async (path: string) =>
+      (await fakes.requests("telegram", "file"))
+        .filter((r) => r.path.endsWith(path))
+        .map((r) => (r.fault ? "fault" : "served"));
+    const rows = async () =>
+      (
+        await env.DB.prepare(
+          "SELECT name, status, attempts FROM inbox WHERE session_id = ? ORDER BY name",
+        )
+          .bind(sessionId)
+          .all<{ name: string; status: string; attempts: number }>()
+      ).results;
+    const outcome = [
+      { name: "flaky.bin", status: "ready", attempts: 2 },
+      { name: "liar.bin", status: "failed", attempts: 5 },
+    ];
+    // Both webhooks' fetches have run: the flaky one was retried within its own fetch.
+    expect(await rows()).toEqual(outcome);
+    expect(await downloads(flaky.file_path)).toEqual(["fault", "served"]);
+    expect(await downloads(liar.file_path)).toEqual(["served"]);
+    // A poll of the inbox retries failures, but not the refused one.
+    const [item, ...others] = await inboxOf(token);
+    expect(others).toEqual([]);
+    expect(await contentOf(token, item!)).toBe(await sha256Hex(bytes));
+    expect(await rows()).toEqual(outcome);
+    expect(await downloads(liar.file_path)).toEqual(["served"]);
+  });
 });
 
 async function discordInteraction(body: object) {
