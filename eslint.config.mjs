@@ -9,6 +9,7 @@ export default tseslint.config(
       "test/runtimes/",
       "worker-configuration.d.ts",
       "src/shim/bundle.generated.ts",
+      "src/http/upload-page/sha256.generated.ts",
     ],
   },
   ...tseslint.configs.recommended,

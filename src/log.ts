@@ -21,7 +21,10 @@ export function since(started: number): number {
   return Date.now() - started;
 }
 
-/** A request path fit for logs: share-link tokens are credentials, so they are cut out. */
+/**
+ * A request path fit for logs: share-link (`/d/…`) and upload-link (`/u/…`, and every path
+ * under it) tokens are credentials, so they are cut out.
+ */
 export function loggablePath(path: string): string {
-  return path.replace(/^\/d\/[^/]+/, "/d/<token>");
+  return path.replace(/^\/([du])\/[^/]+/, "/$1/<token>");
 }

@@ -163,3 +163,47 @@ export async function releaseRequestFile(
     .bind(id, fileId)
     .run();
 }
+
+/**
+ * Requests whose file has been decided but that were never settled: verified (the verify
+ * queue ran before the link recorded its file, and nobody has looked since) or deleted.
+ */
+export async function findUnsettledRequests(
+  db: D1Database,
+  limit: number,
+): Promise<UploadRequest[]> {
+  const { results } = await db
+    .prepare(
+      `SELECT r.* FROM upload_requests r JOIN files f ON f.id = r.file_id
+       WHERE r.file_id IS NOT NULL AND r.received_at IS NULL
+         AND (f.verified = 1 OR f.deleted_at IS NOT NULL)
+       LIMIT ?`,
+    )
+    .bind(limit)
+    .all<UploadRequestRow>();
+  return results.map(toRequest);
+}
+
+/**
+ * Deletes requests whose link expired at or before `before` and that are done with: nothing
+ * used them up, or their file was received. One whose file is still being verified stays
+ * until it is settled. Returns the deleted requests' last upload (null: none).
+ */
+export async function deleteExpiredRequests(
+  db: D1Database,
+  before: number,
+  limit: number,
+): Promise<{ id: string; uploadId: string | null }[]> {
+  const { results } = await db
+    .prepare(
+      `DELETE FROM upload_requests
+       WHERE expires_at <= ?1 AND (file_id IS NULL OR received_at IS NOT NULL)
+         AND id IN (SELECT id FROM upload_requests
+                    WHERE expires_at <= ?1 AND (file_id IS NULL OR received_at IS NOT NULL)
+                    LIMIT ?2)
+       RETURNING id, upload_id`,
+    )
+    .bind(before, limit)
+    .all<{ id: string; upload_id: string | null }>();
+  return results.map((row) => ({ id: row.id, uploadId: row.upload_id }));
+}

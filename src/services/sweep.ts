@@ -3,6 +3,7 @@ import { deleteExpiredLinks } from "../db/links";
 import { findStalePendingFiles } from "../db/files";
 import { expireStaleUploads } from "../db/uploads";
 import type { Deps } from "../deps";
+import { sweepUploadRequests, type RequestSweepResult } from "./upload-request-sweep";
 
 const HOUR = 3_600_000;
 
@@ -16,7 +17,7 @@ export const STALE_UPLOAD_GRACE_MS = 24 * HOUR;
 /** Rows handled per step per run; the next run (hourly) continues where this one stopped. */
 export const SWEEP_BATCH = 500;
 
-export interface SweepResult {
+export interface SweepResult extends RequestSweepResult {
   /** Blob rows removed: expired, and no live file uses them. */
   blobsDeleted: number;
   /** Pending uploads given up (`rejected`). */
@@ -35,7 +36,8 @@ export interface SweepResult {
  * gives up pending uploads a day past their URL's expiry (aborting their multipart
  * uploads at the store), deletes the objects of both
  * unless a blob, a live file or a pending upload still uses the key, drops expired
- * link rows, and re-sends the verification of files left pending.
+ * link rows and upload-link requests a day past their expiry (giving up the upload such a
+ * link still held), and re-sends the verification of files left pending.
  *
  * Idempotent and safe to run twice at once: every D1 change is one conditional
  * statement (`DELETE … WHERE expired AND unused … RETURNING`), so a row is claimed by at
@@ -43,10 +45,7 @@ export interface SweepResult {
  * only after its row is gone and a fresh check finds the key unused; a dedup hit cannot
  * land on it any more (`extendBlob` only extends a live row).
  */
-export async function sweep(
-  deps: Pick<Deps, "db" | "store" | "now" | "verifyQueue" | "config">,
-  batch = SWEEP_BATCH,
-): Promise<SweepResult> {
+export async function sweep(deps: Deps, batch = SWEEP_BATCH): Promise<SweepResult> {
   const { db, store } = deps;
   const now = deps.now();
   const blobKeys = await deleteExpiredBlobs(db, now, batch);
@@ -67,6 +66,7 @@ export async function sweep(
     objectsDeleted += 1;
   }
   const linksDeleted = await deleteExpiredLinks(db, now);
+  const requests = await sweepUploadRequests(deps, batch);
   // A file still pending this long lost its verify message (a local queue restarted, or
   // retries ran out into the dead-letter queue): send it again.
   const resendBefore = now - deps.config.verifyResendAfterSeconds * 1000;
@@ -78,5 +78,6 @@ export async function sweep(
     uploadsExpired: staleUploads.length,
     objectsDeleted,
     linksDeleted,
+    ...requests,
   };
 }

@@ -206,9 +206,9 @@ export async function receiveLinkPart(
 
 /**
  * Assembles the parts and registers the file. A file up to a few MiB is verified in this
- * request and goes straight to the inbox; a larger one is verified on the queue and reaches
- * the inbox when a later state call (the page polls) or the agent's request lookup sees it
- * verified. Completing twice answers the same.
+ * request and goes straight to the inbox; a larger one is verified on the queue, which puts
+ * it in the inbox (a later state call or the agent's request lookup would too, should the
+ * queue have verified it before this request recorded it). Completing twice answers the same.
  */
 export async function completeLinkUpload(
   deps: Deps,

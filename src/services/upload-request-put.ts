@@ -1,8 +1,8 @@
 import { deleteFile } from "../db/files";
 import { claimUploadRequest, recordRequestFile } from "../db/upload-requests";
 import type { Deps } from "../deps";
-import { bytesToBase64Url } from "../encoding";
 import { AppError } from "../errors";
+import { newId } from "../ids";
 import { logEvent } from "../log";
 import { cleanFileName } from "../names";
 import { ingest } from "./ingest";
@@ -45,7 +45,7 @@ export async function putToLink(deps: Deps, token: string, put: LinkPut): Promis
     size = Number(put.contentLength);
     checkSize(deps, request, size);
   }
-  const claim = `put_${bytesToBase64Url(crypto.getRandomValues(new Uint8Array(16)))}`;
+  const claim = newId("put");
   if (!(await claimUploadRequest(deps.db, request.id, claim, request.uploadId, deps.now()))) {
     throw new AppError("link_exhausted", "another upload has just taken this link");
   }

@@ -13,7 +13,6 @@ import {
   type UploadRequest,
 } from "../db/upload-requests";
 import type { Deps } from "../deps";
-import { bytesToBase64Url } from "../encoding";
 import { AppError } from "../errors";
 import { newId } from "../ids";
 import { logEvent } from "../log";
@@ -76,7 +75,7 @@ export async function createUploadRequest(
   const ttlMs = (body.ttlSeconds ?? config.linkTtlSeconds) * 1000;
   const expiresAt = Math.min(now + ttlMs, session.expiresAt);
   const { token, sha256 } = await newUploadLinkToken();
-  const id = `req_${bytesToBase64Url(crypto.getRandomValues(new Uint8Array(16)))}`;
+  const id = newId("req");
   const name = body.name ?? null;
   await insertUploadRequest(deps.db, {
     id,

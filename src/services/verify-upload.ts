@@ -7,6 +7,7 @@ import { blobLifecycleDays } from "../storage/lifecycle-rules";
 import { recordArchiveListing } from "./archive-listing";
 import { storedBytesMatch } from "./original-bytes";
 import { deleteObjectIfUnused, rejectUpload } from "./reject-upload";
+import { settleRequestOfFile } from "./upload-requests";
 
 /**
  * The verify queue's message: a completed upload's file, to check if it is still pending
@@ -27,11 +28,12 @@ export type VerifyOutcome = "verified" | "rejected" | "settled" | "nothing_to_do
 
 /**
  * The verify queue's consumer: checks a pending file's bytes once, then settles a verified
- * one: its upload's object gives way to an older copy of the same content (the store keeps
- * one), and an archive is listed for the share page. Settling runs here, never in the
- * request, so no answer's timing tells whether other scopes hold the content. Idempotent,
- * so a message delivered twice, or re-sent by the sweep after a lost one, does no harm.
- * Throws when the store could not be read; the queue then retries the message.
+ * one: a file sent through an upload link goes into the asking session's inbox (a rejected
+ * one opens its link again), its upload's object gives way to an older copy of the same
+ * content (the store keeps one), and an archive is listed for the share page. Settling runs
+ * here, never in the request, so no answer's timing tells whether other scopes hold the
+ * content. Idempotent, so a message delivered twice, or re-sent by the sweep after a lost
+ * one, does no harm. Throws when the store could not be read; the queue then retries it.
  */
 export async function runVerifyJob(deps: Deps, job: VerifyJob): Promise<VerifyOutcome> {
   const [upload, found] = await Promise.all([
@@ -44,10 +46,16 @@ export async function runVerifyJob(deps: Deps, job: VerifyJob): Promise<VerifyOu
   let outcome: VerifyOutcome = "settled";
   if (!file.verified) {
     if (!ours) return "nothing_to_do";
-    if (!(await verifyUploadContent(deps, ours, file))) return "rejected";
+    if (!(await verifyUploadContent(deps, ours, file))) {
+      // A deleted file never used its upload link up: the link takes a file again.
+      await settleRequestOfFile(deps, file.id);
+      return "rejected";
+    }
     file = { ...file, verified: true };
     outcome = "verified";
   }
+  // A file that came through an upload link reaches the session's inbox now, polled or not.
+  await settleRequestOfFile(deps, file.id);
   if (ours) file = await shareStoredCopy(deps, ours, file);
   await recordArchiveListing(deps, file);
   return outcome;

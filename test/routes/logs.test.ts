@@ -71,4 +71,18 @@ describe("structured logs", () => {
     expect(loggablePath("/d/fil_abc.123.sig")).toBe("/d/<token>");
     expect(loggablePath("/v1/files/fil_abc")).toBe("/v1/files/fil_abc");
   });
+
+  it("cut upload-link tokens out of logged paths, under the link too", () => {
+    const token = "Zm9vYmFyLXVwbG9hZC1saW5rLXRva2VuLTAxMjM0NTY3";
+    expect(loggablePath(`/u/${token}`)).toBe("/u/<token>");
+    expect(loggablePath(`/u/${token}/`)).toBe("/u/<token>/");
+    expect(loggablePath(`/u/${token}/uploads`)).toBe("/u/<token>/uploads");
+    expect(loggablePath(`/u/${token}/uploads/upl_x/parts/3`)).toBe(
+      "/u/<token>/uploads/upl_x/parts/3",
+    );
+    expect(loggablePath(`/u/${token}/uploads/upl_x/complete`)).not.toContain(token);
+    expect(loggablePath("/v1/requests/req_abc")).toBe("/v1/requests/req_abc");
+    expect(loggablePath("/v1/uploads/upl_abc")).toBe("/v1/uploads/upl_abc");
+    expect(loggablePath("/uploads/u/abc")).toBe("/uploads/u/abc");
+  });
 });

@@ -4,10 +4,7 @@ import { readConfig } from "../../src/config";
 import { hexToBase64 } from "../../src/encoding";
 import { partSizeFor } from "../../src/part-plan";
 import { findUploadRequest } from "../../src/db/upload-requests";
-import { settleRequestOfFile } from "../../src/services/upload-requests";
-import { createBlobStore } from "../../src/storage";
 import { backends } from "../support/backends";
-import { depsAt } from "../support/deps";
 import { randomBytes, sha256Hex } from "../support/bytes";
 import { ADMIN_TOKEN, errorOf, ORIGIN, RelayClient } from "../support/relay-client";
 import { partBytes, partDigests } from "../support/send";
@@ -366,27 +363,69 @@ for (const backend of backends()) {
         expect(await contentSha(token, state.fileId!)).toBe(await sha256Hex(bytes));
       });
 
-      it("settles a request from its file alone, as the verify queue's hook would", async () => {
+      it("puts a large file in the inbox once the queue verifies it, with nobody polling", async () => {
+        const { token } = await client.mintSession();
+        const created = await createRequest(token);
+        const bytes = randomBytes(TWO_PARTS);
+        client.holdVerification();
+        try {
+          const done = await sendThroughPage(linkPath(created), bytes);
+          expect(done.status).toBe("verifying");
+          expect(await inbox(token)).toEqual([]);
+          await client.runQueued();
+        } finally {
+          client.resumeVerification();
+        }
+        // Neither the page nor the agent has asked since: the queue alone settled it.
+        const settled = await findUploadRequest(env.DB, created.requestId);
+        expect(settled?.receivedAt).toEqual(expect.any(Number));
+        const [item, ...rest] = await inbox(token);
+        expect(rest).toEqual([]);
+        expect(item).toMatchObject({
+          source: `upload-link:${created.requestId}`,
+          name: "report.bin",
+          size: TWO_PARTS,
+          sha256: await sha256Hex(bytes),
+          file: { fileId: settled!.fileId, status: "verified" },
+        });
+        expect(await contentSha(token, item!.file.fileId)).toBe(await sha256Hex(bytes));
+      });
+
+      it("opens the link again once the queue finds a large file is not what was declared", async () => {
         const { token } = await client.mintSession();
         const created = await createRequest(token);
         const path = linkPath(created);
         const bytes = randomBytes(TWO_PARTS);
         client.holdVerification();
         try {
-          const done = await sendThroughPage(path, bytes);
-          expect(done.status).toBe("verifying");
+          // Honest parts, a false whole-file SHA-256: only the read-back on the queue sees it.
+          const started = (await (
+            await start(path, bytes, { sha256: "b".repeat(64) })
+          ).json()) as LinkState;
+          for (const partNumber of [1, 2]) {
+            expect((await putPart(path, started, bytes, partNumber)).status).toBe(204);
+          }
+          const done = await client.call("POST", `${path}/uploads/${started.uploadId}/complete`);
+          expect(((await done.json()) as LinkState).status).toBe("verifying");
+          expect((await findUploadRequest(env.DB, created.requestId))?.fileId).toMatch(/^fil_/);
           await client.runQueued();
         } finally {
           client.resumeVerification();
         }
-        // Verified, but nobody has looked yet: the inbox is still empty.
+        // Released by the queue itself, before anyone looked.
+        expect(await findUploadRequest(env.DB, created.requestId)).toMatchObject({
+          fileId: null,
+          uploadId: null,
+          receivedAt: null,
+        });
         expect(await inbox(token)).toEqual([]);
-        const { fileId } = (await findUploadRequest(env.DB, created.requestId))!;
-        const deps = depsAt(backend.env, createBlobStore(config, backend.env), Date.now());
-        await settleRequestOfFile(deps, fileId!);
-        const [item] = await inbox(token);
-        expect(item?.file.fileId).toBe(fileId);
-        expect(item?.sha256).toBe(await sha256Hex(bytes));
+        expect(await fileCount(token)).toBe(0);
+        expect((await client.fetch(created.url)).status).toBe(200);
+        // Sent again honestly, it is verified on the queue and lands in the inbox.
+        expect((await sendThroughPage(path, bytes)).status).toBe("verifying");
+        const [item, ...rest] = await inbox(token);
+        expect(rest).toEqual([]);
+        expect(await contentSha(token, item!.file.fileId)).toBe(await sha256Hex(bytes));
       });
 
       it("fills the inbox at once for a small file verified in the request", async () => {

@@ -28,7 +28,8 @@ export const RUNTIMES: Runtime[] = [
  */
 export function prepareShim(): void {
   if (!existsSync(SHIM))
-    execFileSync(process.execPath, [join(root, "scripts/build-shim.mjs")], { stdio: "inherit" });
+    for (const script of ["build-shim.mjs", "build-page-script.mjs"])
+      execFileSync(process.execPath, [join(root, "scripts", script)], { stdio: "inherit" });
   execFileSync(process.execPath, [join(root, "scripts/ensure-test-runtimes.mjs")], {
     stdio: "inherit",
   });

@@ -1,4 +1,4 @@
-import { SHA256_SCRIPT } from "./sha256-script";
+import { SHA256_SCRIPT } from "./sha256.generated";
 
 /**
  * The upload page's one script (allowed by its hash in the page's CSP; no inline handlers).
@@ -6,8 +6,9 @@ import { SHA256_SCRIPT } from "./sha256-script";
  * starts an upload, sends the parts the relay lacks three at a time with a progress bar,
  * retries a failed part by itself with backoff, completes, and waits until the relay has
  * verified the file. The upload id is kept in sessionStorage: after a reload, picking the
- * same file again resumes with the parts still missing. Written for any current browser,
- * without a build step; everything it shows goes through `textContent`.
+ * same file again resumes with the parts still missing. Written for any current browser;
+ * the incremental SHA-256 is @noble/hashes, bundled by scripts/build-page-script.mjs
+ * (`pageSha256`). Everything it shows goes through `textContent`.
  */
 export const UPLOAD_SCRIPT = `"use strict";
 (function () {
@@ -83,7 +84,7 @@ async function patiently(what, work) {
 }
 
 async function hashFile(file, partSize) {
-  var whole = new Sha256(), parts = [], count = partCount(file.size, partSize);
+  var whole = pageSha256.createSha256(), parts = [], count = partCount(file.size, partSize);
   for (var n = 1; n <= count; n++) {
     var bytes = await partBlob(file, partSize, n).arrayBuffer();
     parts.push(hex(await crypto.subtle.digest("SHA-256", bytes)));
