@@ -141,8 +141,10 @@ export class AirlockClient extends CoreClient {
    * Pushes a file (any session's) into a sandbox at `path` through its exec channel, for a
    * sandbox with no network: streamed through the command's stdin (gzip where it pays),
    * checked by SHA-256 inside the sandbox, then renamed into place; never over an existing
-   * file unless `overwrite`; `readonly` leaves it 0444. Refusals (`AirlockError`, status 0):
-   * `target_exists`, `transfer_mismatch`, `sandbox_cannot_verify`, `exec_failed`.
+   * file unless `overwrite`; `readonly` leaves it 0444. Refusals are `AirlockError`s with status
+   * 0 and an `ExecErrorCode` (`target_exists`, `transfer_mismatch`, `sandbox_cannot_verify`,
+   * `sandbox_cannot_write`, `exec_failed`, `exec_unavailable`; without stdin also
+   * `too_large_for_base64` and `sandbox_cannot_decode`); nothing is left at `path`.
    */
   pushFile(
     exec: ExecAdapter,
@@ -159,7 +161,9 @@ export class AirlockClient extends CoreClient {
    * streams it out (gzip where it pays), the SDK checks it on the way to the relay, the relay
    * hashes it again. It can then get share links and be delivered like a file the sandbox
    * sent. Refusals: the relay's (`413 quota_exceeded`, `413 file_too_large`, `404
-   * session_not_found`), `transfer_mismatch` and `sandbox_file_unreadable` (nothing stored).
+   * session_not_found`) and the exec ones (`ExecErrorCode`: `sandbox_file_unreadable`,
+   * `transfer_mismatch`, `sandbox_cannot_verify`, `exec_failed`, `exec_unavailable`); nothing
+   * is stored after a refusal.
    */
   collectFile(
     exec: ExecAdapter,

@@ -1,5 +1,5 @@
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { existsSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { connect } from "node:net";
 import { tmpdir, userInfo } from "node:os";
@@ -28,6 +28,42 @@ function keygen(path: string): void {
   if (made.status !== 0) throw new Error(`ssh-keygen failed: ${String(made.stderr)}`);
 }
 
+/** The account the tests run as: sshd lets in only that one when it is not root. */
+function currentAccount(): { user: string; shell: string } {
+  let account: { username: string; shell: string | null };
+  try {
+    account = userInfo();
+  } catch {
+    throw new Error(
+      `the ssh tests log in as the account they run as, but uid ${process.getuid?.()} has no entry in the passwd database`,
+    );
+  }
+  const shell = account.shell ?? "";
+  // sshd runs every command through the account's login shell.
+  if (!shell || /(nologin|\/false)$/.test(shell))
+    throw new Error(
+      `the ssh tests log in as ${account.username}, whose login shell (${shell || "none"}) runs no commands: run them as an account with a shell such as /bin/sh`,
+    );
+  return { user: account.username, shell };
+}
+
+/**
+ * Whether the account's password is locked (`!…` in /etc/shadow, as root's is on many
+ * systems). sshd without PAM refuses such an account even a key; only a root sshd can read
+ * the file and checks it, so only then does the server need PAM (which lets the key in).
+ */
+function passwordLocked(user: string): boolean {
+  if (process.getuid?.() !== 0) return false;
+  try {
+    const entry = readFileSync("/etc/shadow", "utf8")
+      .split("\n")
+      .find((line) => line.startsWith(`${user}:`));
+    return entry?.split(":")[1]?.startsWith("!") ?? false;
+  } catch {
+    return false;
+  }
+}
+
 function portOpen(port: number): Promise<boolean> {
   return new Promise((resolve) => {
     const socket = connect(port, "127.0.0.1");
@@ -41,12 +77,15 @@ function portOpen(port: number): Promise<boolean> {
 
 /**
  * Starts `sshd -D -f <temp config>` as the current user on a free port: host key, authorized
- * key, pid file all in a temp dir; no PAM, no strict modes. Works as root (sshd then needs
- * its privilege-separation directory, made here when missing) and as a normal user.
+ * key, pid file all in a temp dir; no strict modes, no PAM (unless root's password is locked).
+ * Works as root (sshd then needs its privilege-separation directory, made here when missing)
+ * and as a normal user (an unprivileged sshd lets in only that user, which is who logs in).
+ * Logs in once before returning, so that a server that cannot serve the tests says why here.
  */
 export async function startSshd(): Promise<TestSshd> {
   if (!existsSync(SSHD))
     throw new Error("sshd is missing: run `node scripts/ensure-test-tools.mjs` (openssh-server)");
+  const { user } = currentAccount();
   const dir = await mkdtemp(join(tmpdir(), "airlock-sshd-"));
   keygen(join(dir, "host_key"));
   keygen(join(dir, "client_key"));
@@ -60,13 +99,13 @@ export async function startSshd(): Promise<TestSshd> {
     `AuthorizedKeysFile ${join(dir, "authorized_keys")}`,
     `PidFile ${join(dir, "sshd.pid")}`,
     "StrictModes no",
-    "UsePAM no",
+    `UsePAM ${passwordLocked(user) ? "yes" : "no"}`,
     "PasswordAuthentication no",
     "KbdInteractiveAuthentication no",
     "PermitRootLogin prohibit-password",
     "MaxSessions 64",
     "MaxStartups 64",
-    "LogLevel ERROR",
+    "LogLevel INFO",
     "Subsystem sftp internal-sftp",
     // Lets a client pass SHLVL=1, so that bash as the login shell skips ~/.bashrc (which bash
     // otherwise reads for every SSH command, however slow the account made it).
@@ -96,8 +135,31 @@ export async function startSshd(): Promise<TestSshd> {
     "-o",
     "LogLevel=ERROR",
   ];
-  const user = userInfo().username;
   const identityFile = join(dir, "client_key");
+  const login = spawnSync(
+    "ssh",
+    [
+      "-T",
+      "-o",
+      "BatchMode=yes",
+      "-i",
+      identityFile,
+      "-p",
+      String(port),
+      ...sshArgs,
+      `${user}@127.0.0.1`,
+      "--",
+      "exit 0",
+    ],
+    { encoding: "utf8", timeout: 60_000 },
+  );
+  if (login.status !== 0) {
+    child.kill("SIGKILL");
+    await rm(dir, { recursive: true, force: true });
+    throw new Error(
+      `could not log in to the test sshd as ${user} (ssh exit ${login.status}): ${login.stderr.trim()}\nsshd: ${log.trim()}`,
+    );
+  }
   return {
     host: "127.0.0.1",
     port,

@@ -5,16 +5,18 @@
  * hashes differently errors at its end, so whatever consumes it (an upload) is abandoned.
  */
 import { createHash } from "node:crypto";
-import { AirlockError } from "../errors.js";
+import { execError, type AirlockError } from "../errors.js";
 import type { ExecAdapter } from "./exec.js";
-import { execFailure, gzipMayPay, recordRate, withHasher } from "./probe.js";
+import { execFailure, withHasher } from "./probe.js";
+import { gzipMayPay, recordRate } from "./rates.js";
 import { COLLECT_MAGIC, COLLECT_TRAILER, EXIT, collectScript } from "./sandbox-scripts.js";
 
 /** Options for a collect from a sandbox. */
 export interface CollectOptions {
   /**
    * `auto` (default): gzip when the first 64 KiB shrink by 10 % or more, the sandbox has a
-   * gzip tool, and the channel has not proved faster than gzip; `never`; `always`.
+   * gzip tool, and this adapter's earlier collects have not shown plain bytes to go faster
+   * (a local pipe, a fast link: there gzip only costs time); `never`; `always`.
    */
   compress?: "auto" | "always" | "never";
 }
@@ -48,7 +50,7 @@ export async function collectStream(
   const compress =
     options.compress === "never" || options.compress === "always"
       ? options.compress
-      : gzipMayPay(exec)
+      : gzipMayPay(exec, "collect")
         ? "auto"
         : "never";
   const started = performance.now();
@@ -81,10 +83,10 @@ export async function collectStream(
       exit.code === EXIT.notFile ? "sandbox_file_unreadable" : "exec_failed",
     );
   }
-  const [, sizeText = "", transfer = "identity"] = match;
+  const [, sizeText = ""] = match;
+  const encoding = match[2] === "gzip" ? "gzip" : "identity";
   const size = Number(sizeText);
   let rest: Uint8Array | undefined = buffered.subarray(newline + 1);
-  let wire = 0;
   /** The bytes after the header line, as they come. */
   const next = async (): Promise<Uint8Array | undefined> => {
     if (rest) {
@@ -94,17 +96,15 @@ export async function collectStream(
     }
     const { done, value } = await reader.read();
     if (done) return undefined;
-    wire += value.byteLength;
     return value;
   };
   let failed: AirlockError | undefined;
   const mismatch = (message: string) =>
-    (failed = new AirlockError({
-      status: 0,
-      code: "transfer_mismatch",
-      message: `collect of ${path} from ${exec.label}: ${message}; nothing was kept`,
-    }));
-  const read = transfer === "gzip" ? inflate(next, () => reader.cancel(), mismatch) : next;
+    (failed = execError(
+      "transfer_mismatch",
+      `collect of ${path} from ${exec.label}: ${message}; nothing was kept`,
+    ));
+  const read = encoding === "gzip" ? inflate(next, () => reader.cancel(), mismatch) : next;
   const hash = createHash("sha256");
   let received = 0;
   // The last chunk is held back until the end has been checked: a consumer (an upload of
@@ -114,13 +114,15 @@ export async function collectStream(
     const exit = await run.exit;
     if (exit.code !== 0) return (failed = execFailure(exec, `collect of ${path}`, exit));
     const got = hash.digest("hex");
-    const trailer = new RegExp(`${COLLECT_TRAILER} ([0-9a-f]{64})\\s*$`).exec(exit.stderr);
+    const trailer = new RegExp(`${COLLECT_TRAILER} ([0-9a-f]{64})\\b[^\\n]*\\s*$`).exec(
+      exit.stderr,
+    );
     const sha256 = trailer?.[1] ?? "(none)";
     if (received !== size || got !== sha256)
       return mismatch(
         `received ${received} bytes with SHA-256 ${got}, but the sandbox read ${size} bytes with SHA-256 ${sha256}`,
       );
-    if (transfer === "identity") recordRate(exec, wire, performance.now() - started);
+    recordRate(exec, "collect", encoding, size, performance.now() - started);
     return undefined;
   };
   const checked = new ReadableStream<Uint8Array>(
@@ -149,7 +151,7 @@ export async function collectStream(
   );
   return {
     size,
-    transfer: transfer === "gzip" ? "gzip" : "identity",
+    transfer: encoding,
     stream: checked,
     failure: () => failed,
   };

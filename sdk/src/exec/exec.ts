@@ -5,6 +5,7 @@
  */
 import { spawn } from "node:child_process";
 import { Readable } from "node:stream";
+import { execError } from "../errors.js";
 
 /** How a command run in the sandbox ended. */
 export interface ExecExit {
@@ -21,7 +22,10 @@ export interface ExecExit {
 export interface ExecRun {
   /** Its stdout. Read it to the end, or cancel it. */
   stdout: ReadableStream<Uint8Array>;
-  /** Settles once it has exited. Rejects only when it could not be run at all. */
+  /**
+   * Settles once it has exited. Rejects only when it could not be run at all (`spawnCli`:
+   * an `AirlockError` with code `exec_unavailable`).
+   */
   exit: Promise<ExecExit>;
 }
 
@@ -62,15 +66,16 @@ export function spawnCli(
   child.stdin.on("error", () => undefined);
   if (stdin) {
     // Node's own pipe: fewer promise hops per chunk than a web pipe into Writable.toWeb.
-    Readable.fromWeb(stdin as import("node:stream/web").ReadableStream<Uint8Array>)
-      .on("error", () => child.stdin.destroy())
-      .pipe(child.stdin);
+    const source = Readable.fromWeb(stdin as import("node:stream/web").ReadableStream<Uint8Array>);
+    source.on("error", () => child.stdin.destroy()).pipe(child.stdin);
+    // A command that is gone (or never ran) reads no more: cancel the source (e.g. a download).
+    child.stdin.once("close", () => source.destroy());
   } else {
     child.stdin.end();
   }
   const exit = new Promise<ExecExit>((resolve, reject) => {
     child.once("error", (error) =>
-      reject(new Error(`Airlock: could not run ${command}: ${error.message}`, { cause: error })),
+      reject(execError("exec_unavailable", `could not run ${command}: ${error.message}`, error)),
     );
     child.once("close", (code, signal) => {
       const signalled = signal ? 128 + (signalNumber(signal) ?? 0) : 1;

@@ -1,4 +1,4 @@
-import { AirlockError } from "../errors.js";
+import { execError, type AirlockError, type ExecErrorCode } from "../errors.js";
 import { lastLine, type ExecAdapter, type ExecExit } from "./exec.js";
 import {
   PROBED_TOOLS,
@@ -35,14 +35,10 @@ export function execFailure(
   exec: ExecAdapter,
   what: string,
   exit: ExecExit,
-  code = "exec_failed",
+  code: ExecErrorCode = "exec_failed",
 ): AirlockError {
   const said = lastLine(exit.stderr).replace(/^airlock: /, "");
-  return new AirlockError({
-    status: 0,
-    code,
-    message: `${what} in ${exec.label}: ${said || `exit code ${exit.code}`}`,
-  });
+  return execError(code, `${what} in ${exec.label}: ${said || `exit code ${exit.code}`}`);
 }
 
 const probes = new WeakMap<ExecAdapter, Promise<SandboxCommands>>();
@@ -74,32 +70,9 @@ export async function withHasher(exec: ExecAdapter): Promise<SandboxCommands & {
   const commands = await sandboxCommands(exec);
   const { sha256 } = commands;
   if (!sha256)
-    throw new AirlockError({
-      status: 0,
-      code: "sandbox_cannot_verify",
-      message: `${exec.label} has none of sha256sum, openssl, python3 or node to check a SHA-256; nothing was moved`,
-    });
+    throw execError(
+      "sandbox_cannot_verify",
+      `${exec.label} has none of sha256sum, openssl, python3 or node to check a SHA-256; nothing was moved`,
+    );
   return { ...commands, sha256 };
-}
-
-/**
- * Bytes a millisecond the channel moved in its fastest large transfer (its capacity: a slow one
- * says more about the load at the time). Above what gzip -1 makes
- * (about 60 MB/s on a modest CPU), compressing can only slow a transfer down: the channel is a
- * local pipe or a fast link, and `auto` then sends the bytes as they are.
- */
-const rates = new WeakMap<ExecAdapter, number>();
-const GZIP_BYTES_PER_MS = 60_000;
-const MEASURED_FROM_BYTES = 1024 * 1024;
-
-/** Remembers how fast a transfer of `wireBytes` over `exec` went. */
-export function recordRate(exec: ExecAdapter, wireBytes: number, ms: number): void {
-  if (wireBytes >= MEASURED_FROM_BYTES && ms > 0)
-    rates.set(exec, Math.max(rates.get(exec) ?? 0, wireBytes / ms));
-}
-
-/** Whether gzip may pay on `exec`: unknown yet, or slower than gzip itself. */
-export function gzipMayPay(exec: ExecAdapter): boolean {
-  const rate = rates.get(exec);
-  return rate === undefined || rate < GZIP_BYTES_PER_MS;
 }

@@ -4,11 +4,12 @@
  * checked by SHA-256 inside the sandbox, and only then renamed into place.
  */
 import { randomBytes } from "node:crypto";
-import { Readable } from "node:stream";
+import { Readable, pipeline } from "node:stream";
 import { createGzip, deflateRawSync } from "node:zlib";
-import { AirlockError } from "../errors.js";
+import { execError, type AirlockError, type ExecErrorCode } from "../errors.js";
 import type { ExecAdapter } from "./exec.js";
-import { execFailure, gzipMayPay, recordRate, runSmall, withHasher } from "./probe.js";
+import { execFailure, runSmall, withHasher } from "./probe.js";
+import { gzipMayPay, recordRate } from "./rates.js";
 import {
   EXIT,
   chunkScript,
@@ -26,11 +27,17 @@ export interface PushOptions {
   overwrite?: boolean;
   /**
    * `auto` (default): gzip when the first 64 KiB shrink by 10 % or more, the sandbox can
-   * inflate (`gzip`, `python3` or `node`), and the channel has not proved faster than gzip
-   * (a local `docker exec` pipe, a fast link: there gzip only costs time); `never`; `always`
-   * (when the sandbox can inflate).
+   * inflate (`gzip`, `python3` or `node`), and this adapter's earlier pushes have not shown
+   * plain bytes to go faster (a local `docker exec` pipe, a fast link: there gzip only costs
+   * time); `never`; `always` (when the sandbox can inflate).
    */
   compress?: "auto" | "always" | "never";
+  /**
+   * For an exec API without stdin only: the largest file the base64 fallback moves (one
+   * command per 48 KiB of it); a larger one is refused (`too_large_for_base64`) before any
+   * command runs. Default 16 MiB (342 commands).
+   */
+  maxBase64Bytes?: number;
 }
 
 /** What a push did. */
@@ -54,6 +61,7 @@ export interface PushSource extends PushOptions {
 const SAMPLE_BYTES = 64 * 1024;
 /** Raw bytes per base64 command: 48 KiB encodes to exactly 64 KiB. */
 const CHUNK_RAW_BYTES = 48 * 1024;
+const MAX_BASE64_BYTES = 16 * 1024 * 1024;
 
 /** Refuses a sandbox path that names no file. */
 function checkPath(path: string): void {
@@ -63,10 +71,26 @@ function checkPath(path: string): void {
 
 /**
  * Streams `source` into the sandbox at `path` (see the module). Refusals (`AirlockError`,
- * `status: 0`): `target_exists`, `transfer_mismatch` (the bytes did not arrive intact; nothing
- * was kept), `sandbox_cannot_verify` (no SHA-256 tool), `exec_failed`.
+ * `status: 0`, an `ExecErrorCode`): `target_exists`, `transfer_mismatch` (the bytes did not
+ * arrive intact; nothing was kept), `sandbox_cannot_verify` (no SHA-256 tool),
+ * `sandbox_cannot_write`, `exec_failed`, `exec_unavailable`; for an exec API without stdin
+ * also `too_large_for_base64` and `sandbox_cannot_decode`. `source` is cancelled on a refusal.
  */
 export async function pushStream(
+  exec: ExecAdapter,
+  source: ReadableStream<Uint8Array>,
+  path: string,
+  options: PushSource,
+): Promise<PushResult> {
+  try {
+    return await push(exec, source, path, options);
+  } catch (error) {
+    await source.cancel().catch(() => undefined);
+    throw error;
+  }
+}
+
+async function push(
   exec: ExecAdapter,
   source: ReadableStream<Uint8Array>,
   path: string,
@@ -78,13 +102,8 @@ export async function pushStream(
     throw new TypeError("Airlock: a push needs the bytes' sha256 (64 hex digits)");
   if (!Number.isSafeInteger(options.size) || options.size < 0)
     throw new TypeError("Airlock: a push needs the bytes' exact size");
-  let commands: SandboxCommands & { sha256: string };
-  try {
-    commands = await withHasher(exec);
-  } catch (error) {
-    await source.cancel().catch(() => undefined);
-    throw error;
-  }
+  if (exec.stdin === false) refuseTooLargeForBase64(exec, path, options);
+  const commands = await withHasher(exec);
   const mode = options.readonly ? "0444" : "";
   const replace = options.overwrite ? "1" : "0";
   const rand = randomBytes(6).toString("hex");
@@ -98,7 +117,7 @@ export async function pushStream(
     });
 
   const canGzip =
-    commands.inflate !== undefined && (options.compress === "always" || gzipMayPay(exec));
+    commands.inflate !== undefined && (options.compress === "always" || gzipMayPay(exec, "push"));
   const { stream, gzip } = await maybeGzip(source, options, canGzip);
   const started = performance.now();
   const argv = [
@@ -116,23 +135,33 @@ export async function pushStream(
   ];
   const exit = await runSmall(exec, argv, stream);
   if (exit.code !== 0 || exit.stdout.trim() !== "ok") throw pushFailure(exec, path, exit);
-  // Only bytes sent as they are measure the channel (gzip bounds a compressed transfer).
-  if (!gzip) recordRate(exec, options.size, performance.now() - started);
+  recordRate(exec, "push", gzip ? "gzip" : "identity", options.size, performance.now() - started);
   return { path, size: options.size, sha256, transfer: gzip ? "gzip" : "identity" };
 }
+
+function refuseTooLargeForBase64(exec: ExecAdapter, path: string, options: PushSource): void {
+  const limit = options.maxBase64Bytes ?? MAX_BASE64_BYTES;
+  if (options.size <= limit) return;
+  throw execError(
+    "too_large_for_base64",
+    `push to ${path} in ${exec.label}: it takes no stdin, and ${options.size} bytes is more than the base64 fallback moves (${limit} bytes, ${Math.ceil(limit / CHUNK_RAW_BYTES)} commands); nothing was moved`,
+  );
+}
+
+const PUSH_EXIT_CODES: Record<number, ExecErrorCode> = {
+  [EXIT.exists]: "target_exists",
+  [EXIT.mismatch]: "transfer_mismatch",
+  [EXIT.noDirectory]: "sandbox_cannot_write",
+  [EXIT.cannotCreate]: "sandbox_cannot_write",
+  [EXIT.cannotPlace]: "sandbox_cannot_write",
+};
 
 function pushFailure(
   exec: ExecAdapter,
   path: string,
   exit: { code: number; stderr: string },
 ): AirlockError {
-  const code =
-    exit.code === EXIT.exists
-      ? "target_exists"
-      : exit.code === EXIT.mismatch
-        ? "transfer_mismatch"
-        : "exec_failed";
-  return execFailure(exec, `push to ${path}`, exit, code);
+  return execFailure(exec, `push to ${path}`, exit, PUSH_EXIT_CODES[exit.code] ?? "exec_failed");
 }
 
 /** Decides on gzip from the first 64 KiB (read ahead, then put back). */
@@ -182,9 +211,8 @@ async function maybeGzip(
 
 function gzipped(stream: ReadableStream<Uint8Array>): ReadableStream<Uint8Array> {
   const zip = createGzip({ level: 1 });
-  Readable.fromWeb(stream as import("node:stream/web").ReadableStream)
-    .on("error", (error) => zip.destroy(error))
-    .pipe(zip);
+  // pipeline: a reader that stops early (the command is gone) cancels the source too.
+  pipeline(Readable.fromWeb(stream as import("node:stream/web").ReadableStream), zip, () => {});
   return Readable.toWeb(zip) as ReadableStream<Uint8Array>;
 }
 
@@ -197,14 +225,11 @@ async function pushChunked(
   args: { sha256: string; mode: string; replace: string; rand: string; size: number },
 ): Promise<PushResult> {
   const { decodeBase64 } = commands;
-  if (!decodeBase64) {
-    await source.cancel().catch(() => undefined);
-    throw new AirlockError({
-      status: 0,
-      code: "sandbox_cannot_decode",
-      message: `${exec.label} takes no stdin and has none of base64, openssl, python3 or node to decode base64; nothing was moved`,
-    });
-  }
+  if (!decodeBase64)
+    throw execError(
+      "sandbox_cannot_decode",
+      `${exec.label} takes no stdin and has none of base64, openssl, python3 or node to decode base64; nothing was moved`,
+    );
   const { sha256, mode, replace, rand } = args;
   const opened = await runSmall(exec, [
     "sh",
@@ -217,16 +242,13 @@ async function pushChunked(
     mode,
     rand,
   ]);
-  if (opened.code !== 0) {
-    await source.cancel().catch(() => undefined);
-    throw pushFailure(exec, path, opened);
-  }
+  if (opened.code !== 0) throw pushFailure(exec, path, opened);
   const tmp = opened.stdout.replace(/\n$/, "");
   const append = chunkScript({ ...commands, decodeBase64 });
   let size = 0;
+  const reader = source.getReader();
   try {
     let pending = Buffer.alloc(0);
-    const reader = source.getReader();
     for (let ended = false; !ended;) {
       const { done, value } = await reader.read();
       if (done) ended = true;
@@ -242,11 +264,12 @@ async function pushChunked(
           tmp,
           piece.toString("base64"),
         ]);
-        if (exit.code !== 0) throw execFailure(exec, `push to ${path}`, exit);
+        if (exit.code !== 0) throw pushFailure(exec, path, exit);
         size += piece.byteLength;
       }
     }
   } catch (error) {
+    await reader.cancel().catch(() => undefined);
     await runSmall(exec, ["rm", "-f", "--", tmp]).catch(() => undefined);
     throw error;
   }

@@ -116,7 +116,8 @@ export const EXIT = {
 
 /**
  * Shared by push and finish: `airlock_verify GOT SIZE` refuses (removing the temp file, by the
- * caller's trap) unless the received bytes hashed to $want and $tmp holds SIZE bytes;
+ * caller's trap) unless the received bytes hashed to $want (then they are SIZE bytes too; the
+ * size is read only to say what went wrong);
  * `airlock_place TMP DEST REPLACE MODE` sets MODE and moves TMP to DEST: atomically, and
  * (unless REPLACE is 1) never over an existing file — a hard link fails when DEST exists;
  * where there are no hard links, DEST is created exclusively, then replaced by the rename.
@@ -127,9 +128,11 @@ airlock_sha256() { ${sha256}; }
 airlock_fail() { code=$1; shift; printf "airlock: %s\\n" "$*" >&2; exit "$code"; }
 airlock_verify() {
   got=\${1%% *}
+  [ "$got" = "$want" ] && return 0
+  [ -n "$got" ] || airlock_fail 1 "could not compute the SHA-256 of $tmp"
   have=$(($(wc -c < "$tmp")))
-  [ "$got" = "$want" ] || airlock_fail ${EXIT.mismatch} "SHA-256 mismatch: received $got, expected $want; nothing was kept"
   [ "$have" = "$2" ] || airlock_fail ${EXIT.mismatch} "wrote $have of $2 bytes; nothing was kept"
+  airlock_fail ${EXIT.mismatch} "SHA-256 mismatch: received $got, expected $want; nothing was kept"
 }
 airlock_place() {
   if [ -n "$4" ]; then chmod -- "$4" "$1" || airlock_fail ${EXIT.cannotPlace} "could not set the mode of $1"; fi
@@ -160,9 +163,10 @@ tmp=$dir/.$(printf "%.40s" "$base").$rand.airlock-part`;
 
 /**
  * `sh -c PUSH airlock-push DEST SHA256 REPLACE MODE RAND ENCODING SIZE`: stdin (gzip when
- * ENCODING is `gzip`) into a temp file beside DEST, checked there (the SHA-256 and size of the
- * file on disk: a failed inflate or write shows as a mismatch), then placed. The temp file
- * never outlives a failure.
+ * ENCODING is `gzip`) into a temp file beside DEST, checked there (the SHA-256 of the file on
+ * disk: a failed inflate or write shows as a mismatch), then placed. The temp file never
+ * outlives a failure. (Hashing the file once written costs less CPU than hashing the stream
+ * through `tee`, whose small writes cost more than the second read from the page cache.)
  */
 export function pushScript(commands: SandboxCommands & { sha256: string }): string {
   const inflate = commands.inflate ?? "false";
@@ -210,7 +214,7 @@ printf "ok\\n"`;
 
 /** The first line `collect` prints: `airlock-collect 2 <size> <identity|gzip>`. */
 export const COLLECT_MAGIC = "airlock-collect 2";
-/** The last line of `collect`'s stderr: `airlock-sha256 <sha256>`. */
+/** The last line of `collect`'s stderr: `airlock-sha256 <sha256>`, then what else the hash tool prints. */
 export const COLLECT_TRAILER = "airlock-sha256";
 
 /**
@@ -236,13 +240,13 @@ ${
   deflate
     ? `[ "$2" = always ] && enc=gzip
 if [ "$2" = auto ] && [ "$size" -gt 65536 ]; then
-  sample=$(dd if="$src" bs=65536 count=1 2>/dev/null | ${deflate} | wc -c | tr -d " ")
+  sample=$(dd if="$src" bs=65536 count=1 2>/dev/null | ${deflate} | wc -c)
   [ -n "$sample" ] && [ $((sample * 10)) -le $((65536 * 9)) ] && enc=gzip
 fi`
     : ""
 }
 printf "${COLLECT_MAGIC} %s %s\\n" "$size" "$enc"
-( sum=$(airlock_sha256 < "$src") && printf "${COLLECT_TRAILER} %s\\n" "\${sum%% *}" >&2 ) &
+{ printf "${COLLECT_TRAILER} " >&2; airlock_sha256 < "$src" >&2; } &
 airlock_send < "$src"
 wait`;
 }
