@@ -19,12 +19,15 @@ import { Meter } from "./measure";
 import { measureAll } from "./plan";
 import { renderReport } from "./report";
 import { assertShimBuilt } from "./shim";
+import { renderStartup, smallFiles, unchangedResend } from "./small-files";
 import { evaluateTargets } from "./targets";
 
 const RESULTS = fileURLToPath(new URL("./results.md", import.meta.url));
-const USAGE = "usage: npm run bench -- [--quick] [--out <file.md>]";
+const USAGE = "usage: npm run bench -- [--quick] [--only startup] [--out <file.md>]";
 const OPTIONS = {
   quick: { type: "boolean" },
+  /** `startup`: only the small-file sends and the unchanged 1 GiB re-send. */
+  only: { type: "string" },
   out: { type: "string" },
   help: { type: "boolean" },
 } as const;
@@ -55,7 +58,7 @@ async function warmUp(session: Session): Promise<void> {
 }
 
 async function main(): Promise<void> {
-  let values: { quick?: boolean; out?: string; help?: boolean };
+  let values: { quick?: boolean; only?: string; out?: string; help?: boolean };
   try {
     ({ values } = parseArgs({ options: OPTIONS }));
   } catch (error) {
@@ -64,6 +67,11 @@ async function main(): Promise<void> {
     return;
   }
   if (values.help) return console.log(USAGE);
+  if (values.only !== undefined && values.only !== "startup") {
+    console.error(`--only takes startup, not ${values.only}\n${USAGE}`);
+    process.exitCode = 2;
+    return;
+  }
   const quick = values.quick === true;
   const out = values.out ?? (quick ? undefined : RESULTS);
   const startedAt = new Date();
@@ -136,14 +144,30 @@ async function main(): Promise<void> {
         await freshRelay();
       },
     };
-    const results = await measureAll(ctx, quick);
-    const targets = evaluateTargets(results);
-    const totalMs = Date.now() - startedAt.getTime();
     const runs = quick ? 1 : 3;
-    const run = { quick, runs, startedAt, totalMs, loadAtStart, warnings };
-    const markdown = renderReport({ ...run, ...results, targets });
+    const startup = async () => {
+      const measured = [
+        await smallFiles(ctx, quick ? 3 : 7),
+        await unchangedResend(ctx, quick ? 3 : 7),
+      ];
+      const loads = loadavg()
+        .map((load) => load.toFixed(2))
+        .join(", ");
+      return `${renderStartup(measured)}\nLoad average at the start: ${loadAtStart.toFixed(2)}; at the end: ${loads}.\n`;
+    };
+    let markdown: string;
+    if (values.only === "startup") {
+      markdown = await startup();
+    } else {
+      const results = await measureAll(ctx, quick);
+      const targets = evaluateTargets(results);
+      const startupSection = await startup();
+      const totalMs = Date.now() - startedAt.getTime();
+      const run = { quick, runs, startedAt, totalMs, loadAtStart, warnings };
+      markdown = `${renderReport({ ...run, ...results, targets })}\n${startupSection}`;
+    }
     process.stdout.write(markdown);
-    if (out) {
+    if (out && values.only === undefined) {
       await writeFile(out, markdown);
       log(`wrote ${out}`);
     }

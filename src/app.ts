@@ -16,6 +16,7 @@ import { sessions } from "./routes/sessions";
 import { sessionFiles } from "./routes/session-files";
 import { share } from "./routes/share";
 import { shim } from "./routes/shim";
+import { singleUploads } from "./routes/single-uploads";
 import { uploads } from "./routes/uploads";
 import { requests } from "./routes/requests";
 import { uploadLinks } from "./routes/upload-links";
@@ -70,6 +71,7 @@ export const app = new Hono<AppEnv>()
   .route("/v1/sessions", sessions)
   .route("/v1/sessions", sessionFiles)
   .route("/v1/uploads", uploads)
+  .route("/v1/single-uploads", singleUploads)
   .route("/v1/blob-uploads", blobUploads)
   .route("/v1/files", files)
   .route("/v1/inbox", inbox)

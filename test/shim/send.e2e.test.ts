@@ -101,7 +101,9 @@ describe.each(["r2", "s3"] as const)("airlock against wrangler dev (%s storage)"
       });
       expect(sent.uploadedBytes).toBe(bytes.length);
       expect(sent.deliveries).toEqual([]);
+      // expiresAt is the link's (LINK_TTL_SECONDS, a day), fileExpiresAt the file's (7 days).
       expect(Date.parse(sent.expiresAt)).toBeGreaterThan(Date.now());
+      expect(Date.parse(sent.fileExpiresAt)).toBeGreaterThan(Date.parse(sent.expiresAt));
       await expectRoundTrip(sent, bytes, node);
     });
 
@@ -273,7 +275,8 @@ describe.each(["r2", "s3"] as const)("airlock against wrangler dev (%s storage)"
       return undefined;
     });
     try {
-      const bytes = randomBytes(300_000);
+      // Over the one-request limit: hashed, probed, declared, PUT and completed.
+      const bytes = randomBytes(2 * 1024 * 1024);
       await writeFile(join(dir, "flaky.bin"), bytes);
       const result = await shim(["send", "flaky.bin", "--json"], {
         env: { ...env, AIRLOCK_URL: proxy.url },
@@ -292,9 +295,40 @@ describe.each(["r2", "s3"] as const)("airlock against wrangler dev (%s storage)"
     }
   });
 
+  it("retries a small file's one request through 503 and a dropped connection", async () => {
+    const proxy = await startFlakyProxy(relay.url, (method, path, seenBefore) => {
+      if (method !== "POST" || path !== "/v1/single-uploads") return undefined;
+      if (seenBefore === 0)
+        return { status: 503, body: '{"error":{"code":"unavailable","message":"try later"}}' };
+      return seenBefore === 1 ? "reset" : undefined;
+    });
+    try {
+      const bytes = randomBytes(300_000);
+      await writeFile(join(dir, "flaky-small.bin"), bytes);
+      const result = await shim(["send", "flaky-small.bin", "--json"], {
+        env: { ...env, AIRLOCK_URL: proxy.url },
+      });
+      expect(result.stderr, result.stderr).toBe("");
+      expect(result.code).toBe(0);
+      expect(JSON.parse(result.stdout)).toMatchObject({
+        sha256: sha256(bytes),
+        deduped: false,
+        status: "verified",
+        uploadedBytes: bytes.length,
+      });
+      expect(proxy.log.map((entry) => `${entry.request} ${entry.fault ?? "ok"}`)).toEqual([
+        "POST /v1/single-uploads 503",
+        "POST /v1/single-uploads reset",
+        "POST /v1/single-uploads ok",
+      ]);
+    } finally {
+      await proxy.stop();
+    }
+  });
+
   it("names the relay's refusal and does not retry it", async () => {
     const proxy = await startFlakyProxy(relay.url, (method, path) =>
-      method === "POST" && path === "/v1/uploads"
+      method === "POST" && (path === "/v1/uploads" || path === "/v1/single-uploads")
         ? {
             status: 413,
             body: '{"error":{"code":"file_too_large","message":"too big for this relay"}}',

@@ -18,10 +18,14 @@ import {
   type StoredBytes,
 } from "../upload/prepare.js";
 import { RelayClient, type DeliveryRecord } from "../transport/relay-client.js";
+import { toSendResult } from "../upload/send-line.js";
 import type { FailedDelivery, SendResult } from "../upload/send-result.js";
-import { sendStored, type SendContext, type Sent } from "../upload/send-stored.js";
+import { sendStored } from "../upload/send-stored.js";
 import { SentCache } from "../upload/sent-cache.js";
 import { UploadStates } from "../upload/upload-state.js";
+import { SINGLE_UPLOAD_MAX_BYTES } from "../upload/one-request.js";
+import { STDIN, checkedName, linkOptions, withLink } from "../upload/send-flags.js";
+import { sendSmallFile, sendStdin, type SendOptions } from "../upload/send-small.js";
 
 const OPTIONS = {
   to: { type: "string", multiple: true },
@@ -29,16 +33,21 @@ const OPTIONS = {
   json: { type: "boolean" },
   wait: { type: "boolean" },
   "media-tag": { type: "boolean" },
+  name: { type: "string" },
+  expires: { type: "string" },
+  "max-downloads": { type: "string" },
   help: { type: "boolean", short: "h" },
 } as const;
 
 export type { FailedDelivery, SendResult } from "../upload/send-result.js";
 
 /**
- * `airlock send <path>... [--to <platform:id>]... [--caption <text>] [--json] [--media-tag]`:
- * checks every path and destination first, then sends each file, delivers it to each destination,
- * and prints its share URL. A failed delivery is reported and the rest carry on: the file is sent
- * all the same.
+ * `airlock send <path|->... [--name <name>] [--to <platform:id>]... [--caption <text>]
+ * [--expires <duration>] [--max-downloads <n>] [--json] [--media-tag]`: checks every path,
+ * destination and option first, then sends each file, delivers it to each destination, and
+ * prints its share URL. A failed delivery is reported and the rest carry on: the file is sent
+ * all the same. `-` is standard input, named by `--name` (which may also rename one file).
+ * With `--expires` or `--max-downloads` the printed URL is a link minted with those limits.
  *
  * Per file, stdout gets the bare URL as soon as the file is sent, or with --json a JSON line once
  * its deliveries are done. --media-tag prints `MEDIA:<url>` in place of the bare URL, for gateways
@@ -60,6 +69,8 @@ export async function send(args: string[]): Promise<void> {
   if (values.caption !== undefined && destinations.length === 0) {
     throw new UsageError(`--caption needs --to; usage: ${USAGE.send}`);
   }
+  const rename = checkedName(values.name, paths);
+  const link = linkOptions(values.expires, values["max-downloads"]);
 
   const policy = retryPolicy();
   const relay = new RelayClient(relayConfig(), policy);
@@ -72,12 +83,18 @@ export async function send(args: string[]): Promise<void> {
     sent: await SentCache.load(),
   };
   const isDirectory = new Map<string, boolean>();
-  for (const path of paths) isDirectory.set(path, await checkSendable(path));
+  for (const path of paths) {
+    if (path !== STDIN) isDirectory.set(path, await checkSendable(path));
+  }
   let failed = false;
   for (const path of paths) {
-    let result = isDirectory.get(path)
-      ? await sendDirectory(path, options)
-      : await sendFile(path, options).finally(() => options.sent.save());
+    let result =
+      path === STDIN
+        ? await sendStdin(rename!, options)
+        : isDirectory.get(path)
+          ? await sendDirectory(path, options, rename)
+          : await sendFile(path, options, rename).finally(() => options.sent.save());
+    if (link) result = await withLink(relay, result, link);
     if (result.status === "pending") {
       if (values.wait) result = { ...result, status: await waitVerified(relay, result) };
       else note(`${result.name} is still being verified by the relay (send --wait waits for it)`);
@@ -97,12 +114,6 @@ export async function send(args: string[]): Promise<void> {
     if (values.json) print(JSON.stringify(result));
   }
   if (failed) process.exitCode = 1;
-}
-
-/** How every file of one `send` goes up. */
-interface SendOptions extends SendContext {
-  level: number;
-  sent: SentCache;
 }
 
 /** Delivered means the platform acknowledged the message with an id; nothing less counts. */
@@ -183,15 +194,19 @@ async function checkSendable(path: string): Promise<boolean> {
  * Sends a directory as one `<dir>.tar.gz`, packed into a temp file first (streaming) and
  * uploaded as it is: already compressed, so with the identity encoding.
  */
-async function sendDirectory(path: string, options: SendOptions): Promise<SendResult> {
+async function sendDirectory(
+  path: string,
+  options: SendOptions,
+  rename: string | undefined,
+): Promise<SendResult> {
   const { mtimeMs } = await stat(path).catch((err: unknown) => {
     throw fsError("read", path, err);
   });
   const archive = await archiveDirectory(path, options.level);
   try {
-    const { name, storedSize: size, storedSha256: sha256, files } = archive;
+    const { storedSize: size, storedSha256: sha256, files } = archive;
     const declaration = {
-      name,
+      name: rename ?? archive.name,
       size,
       sha256,
       contentType: ARCHIVE_TYPE,
@@ -204,20 +219,41 @@ async function sendDirectory(path: string, options: SendOptions): Promise<SendRe
       stored: archive,
       source: { path, mtimeMs },
     });
-    return { ...result(sent), archive: true, files };
+    return { ...toSendResult(sent), archive: true, files };
   } finally {
     await archive.dispose();
   }
 }
 
-/** Hash, probe for a dedup hit, gzip where it pays, declare, PUT, complete. */
-async function sendFile(path: string, options: SendOptions): Promise<SendResult> {
+/**
+ * A small file goes up in one request. A larger one unchanged since it was last sent is asked
+ * for by its recorded SHA-256 first (a dedup hit needs no hash pass). Otherwise: hash, probe
+ * for a dedup hit, gzip where it pays, declare, PUT, complete.
+ */
+async function sendFile(
+  path: string,
+  options: SendOptions,
+  rename: string | undefined,
+): Promise<SendResult> {
   const { relay, level, sent, states } = options;
-  const name = basename(path);
+  const name = rename ?? basename(path);
+  const head = await readSample(path);
+  if (head.size <= SINGLE_UPLOAD_MAX_BYTES) {
+    const small = await sendSmallFile(path, name, head, options);
+    if (small) return small;
+  }
+  const known = sent.sha256Of(path, head);
+  if (known !== undefined) {
+    // A stale entry can only make this a hit on content the scope sent before (SentCache).
+    const { size, contentType } = head;
+    const probe = await relay.declareUpload({ name, size, sha256: known, contentType });
+    if (probe.status === "deduped") {
+      return toSendResult({ file: probe.file, deduped: true, uploadedBytes: 0 });
+    }
+  }
   // gzip (where it pays) starts alongside the hash pass, on the other core: its output is
   // ready sooner than after a pass of its own. A file sent before is probably a dedup hit,
   // so for one of those gzip waits for the relay's answer rather than compete with the hash.
-  const head = await readSample(path);
   const { size, mtimeMs } = head;
   const abandon = new AbortController();
   const pays = gzipPays(head, level);
@@ -238,9 +274,9 @@ async function sendFile(path: string, options: SendOptions): Promise<SendResult>
     const file = await hashFile(path, partSize);
     const original = { name, size: file.size, sha256: file.sha256, contentType: head.contentType };
     const probe = await relay.declareUpload(original);
-    sent.record(path, { size, mtimeMs, sha256: file.sha256 });
+    sent.record(path, head, file.sha256);
     if (probe.status === "deduped") {
-      return result({ file: probe.file, deduped: true, uploadedBytes: 0 });
+      return toSendResult({ file: probe.file, deduped: true, uploadedBytes: 0 });
     }
     if (probe.status === "upload" || probe.status === "multipart") {
       throw new CliError(`relay asked to upload ${name} before knowing how it is stored`);
@@ -257,30 +293,15 @@ async function sendFile(path: string, options: SendOptions): Promise<SendResult>
     const { encoding, storedSize, storedSha256 } = stored;
     const declaration = { ...original, encoding, storedSize, storedSha256 };
     // A dedup hit now means someone stored it meanwhile.
-    return result(await sendStored(options, { declaration, stored, source: { path, mtimeMs } }));
+    return toSendResult(
+      await sendStored(options, { declaration, stored, source: { path, mtimeMs } }),
+    );
   } finally {
     abandon.abort();
     // The temp copy goes whether it was used, finished unused, or was cut short.
     const leftover = stored ?? (await gzipping?.catch(() => undefined));
     await leftover?.dispose();
   }
-}
-
-function result({ file, deduped, uploadedBytes }: Sent): SendResult {
-  const { fileId, name, size, sha256, url, expiresAt } = file;
-  const status = file.status === "pending" ? "pending" : "verified";
-  return {
-    fileId,
-    name,
-    size,
-    sha256,
-    url,
-    expiresAt,
-    status,
-    deduped,
-    uploadedBytes,
-    deliveries: [],
-  };
 }
 
 /** Longest `send --wait` waits for the relay to verify one file. */

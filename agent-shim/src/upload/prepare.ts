@@ -22,6 +22,9 @@ export interface Sample extends Sniffed {
   sample: Buffer;
   size: number;
   mtimeMs: number;
+  /** With size and mtime, what tells a file unchanged since it was last sent (`SentCache`). */
+  ctimeMs: number;
+  ino: number;
 }
 
 /** What a full pass over a file learns. */
@@ -53,11 +56,11 @@ export async function readSample(path: string): Promise<Sample> {
     throw fsError("read", path, err);
   });
   try {
-    const { size, mtimeMs } = await handle.stat();
+    const { size, mtimeMs, ctimeMs, ino } = await handle.stat();
     const buffer = Buffer.alloc(Math.min(SAMPLE_BYTES, size));
     const { bytesRead } = await handle.read(buffer, 0, buffer.length, 0);
     const sample = buffer.subarray(0, bytesRead);
-    return { sample, size, mtimeMs, ...sniff(sample, size > sample.length) };
+    return { sample, size, mtimeMs, ctimeMs, ino, ...sniff(sample, size > sample.length) };
   } catch (err) {
     throw fsError("read", path, err);
   } finally {
@@ -85,7 +88,10 @@ export async function hashFile(path: string, partSize?: number): Promise<Hashed>
 }
 
 /** gzip only where it pays: big enough, not compressed already, and the sample shrinks enough. */
-export function gzipPays({ size, sample, compressed }: Sample, level: number): boolean {
+export function gzipPays(
+  { size, sample, compressed }: Pick<Sample, "size" | "sample" | "compressed">,
+  level: number,
+): boolean {
   if (size < MIN_GZIP_BYTES || compressed) return false;
   const gzipped = gzipSync(sample, { level }).length;
   return gzipped <= sample.length * (1 - MIN_GZIP_SAVING);

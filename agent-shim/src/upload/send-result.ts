@@ -16,8 +16,12 @@ export interface SendResult {
   name: string;
   size: number;
   sha256: string;
+  /** The share link: the relay's fresh one, or the one `--expires` / `--max-downloads` made. */
   url: string;
+  /** When the link `url` stops working. */
   expiresAt: string;
+  /** When the file itself goes (its every link with it). */
+  fileExpiresAt: string;
   /**
    * `pending` while the relay still checks a large gzip or multipart upload (it is not yet a
    * dedup target; a failed check deletes it); `send --wait` waits until it is `verified`.

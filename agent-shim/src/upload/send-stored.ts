@@ -12,7 +12,10 @@ import type {
 } from "../transport/relay-client.js";
 import { putStoredBytes } from "./upload.js";
 import { UploadStates, type SavedUpload, type UploadKey } from "./upload-state.js";
-import { MULTIPART_THRESHOLD_BYTES, partSizeFor } from "../../../src/part-plan.js";
+import { SINGLE_UPLOAD_MAX_BYTES, sendInOneRequest } from "./one-request.js";
+import { onInterrupt } from "./temp-files.js";
+import { humanSize } from "../cli/human-size.js";
+import { MULTIPART_THRESHOLD_BYTES, partLength, partSizeFor } from "../../../src/part-plan.js";
 
 /** Everything `sendStored` needs besides the file. */
 export interface SendContext {
@@ -30,8 +33,11 @@ export type FullDeclaration = Required<Omit<UploadDeclaration, "partSha256">>;
 export interface StoredSend {
   declaration: FullDeclaration;
   stored: StoredBytes;
-  /** The file or directory sent and its mtime then: with the size, what names a saved upload. */
-  source: { path: string; mtimeMs: number };
+  /**
+   * The file or directory sent and its mtime then: with the size, what names a saved upload.
+   * Absent for standard input, which a later run cannot read again: its upload is not saved.
+   */
+  source?: { path: string; mtimeMs: number };
 }
 
 /** How a send ended. */
@@ -43,12 +49,17 @@ export interface Sent {
 }
 
 /**
- * Declares the stored form, stores the bytes and completes the upload. Up to the multipart
- * threshold that is one PUT; above it the bytes go up in parts, several at once, and the upload
+ * Declares the stored form, stores the bytes and completes the upload. Up to the one-request
+ * limit (about 1 MiB) that is one request to the relay; up to the multipart threshold, a
+ * declaration, one PUT and a completion; above it the bytes go up in parts, several at once, and the upload
  * is saved so that a later `send` of the same bytes (after a failure, or a killed run) resumes
  * it: only the parts the store does not hold go up again.
  */
 export async function sendStored(ctx: SendContext, job: StoredSend): Promise<Sent> {
+  if (job.declaration.storedSize <= SINGLE_UPLOAD_MAX_BYTES) {
+    const sent = await sendInOneRequest(ctx.relay, job.declaration, job.stored);
+    if (sent) return sent;
+  }
   if (job.declaration.storedSize > MULTIPART_THRESHOLD_BYTES) return sendInParts(ctx, job);
   const answer = await ctx.relay.declareUpload(job.declaration);
   if (answer.status === "deduped") return { file: answer.file, deduped: true, uploadedBytes: 0 };
@@ -76,7 +87,7 @@ async function sendInParts(ctx: SendContext, job: StoredSend): Promise<Sent> {
   const partSha256 = digestsFit(stored.partSha256, size, storedSize)
     ? stored.partSha256
     : await digestFileParts(stored.path, partSize);
-  const key = UploadStates.key(relay.url, source.path, size, source.mtimeMs);
+  const key = source && UploadStates.key(relay.url, source.path, size, source.mtimeMs);
   const parts: PartsJob = {
     path: stored.path,
     storedSize,
@@ -87,9 +98,9 @@ async function sendInParts(ctx: SendContext, job: StoredSend): Promise<Sent> {
     concurrency: ctx.concurrency,
   };
 
-  let upload = await resumable(ctx, job, key, partSize);
+  let upload = key && (await resumable(ctx, job, key, partSize));
   if (upload?.status === "completed") {
-    await states.remove(key);
+    if (key) await states.remove(key);
     return { file: upload.file, deduped: false, uploadedBytes: 0 };
   }
   if (!upload) {
@@ -98,17 +109,26 @@ async function sendInParts(ctx: SendContext, job: StoredSend): Promise<Sent> {
     if (answer.status !== "multipart") return sendWhole(ctx, job, answer); // A relay without parts.
     upload = answer;
     const createdAt = new Date().toISOString();
-    await states.save({
-      ...key,
-      ...storedForm(declaration),
-      partSize,
-      uploadId: upload.uploadId,
-      createdAt,
-    });
+    if (key) {
+      await states.save({
+        ...key,
+        ...storedForm(declaration),
+        partSize,
+        uploadId: upload.uploadId,
+        createdAt,
+      });
+    }
   }
 
   const { uploadId } = upload;
-  let uploadedBytes = await putParts(upload, parts);
+  // Saved: a Ctrl-C from here on is worth a line on how to pick the upload up again.
+  if (key) onInterrupt(() => resumeHint(relay, uploadId, declaration));
+  let uploadedBytes: number;
+  try {
+    uploadedBytes = await putParts(upload, parts);
+  } finally {
+    onInterrupt(undefined);
+  }
   let file: FileRecord;
   try {
     file = await relay.completeUpload(uploadId, name);
@@ -125,8 +145,32 @@ async function sendInParts(ctx: SendContext, job: StoredSend): Promise<Sent> {
       throw err;
     }
   }
-  await states.remove(key);
+  if (key) await states.remove(key);
   return { file, deduped: false, uploadedBytes };
+}
+
+/**
+ * The line a Ctrl-C prints during a saved multipart upload: run the same command again to
+ * resume, and how much of it the store holds by now (asked of the relay; without it when the
+ * relay cannot say).
+ */
+async function resumeHint(
+  relay: RelayClient,
+  uploadId: string,
+  { name, storedSize }: FullDeclaration,
+): Promise<string> {
+  const again = `interrupted: run the same command again to resume the upload of ${name}`;
+  try {
+    const state = await relay.uploadState(uploadId, name);
+    if (state.status !== "multipart") return again;
+    const missing = state.parts.reduce(
+      (sum, { partNumber }) => sum + partLength(storedSize, state.partSize, partNumber),
+      0,
+    );
+    return `${again} (${humanSize(storedSize - missing)} of ${humanSize(storedSize)} stored)`;
+  } catch {
+    return again;
+  }
 }
 
 /**

@@ -12,17 +12,34 @@ export function cacheDir(env: Record<string, string | undefined> = process.env):
 /** Entries kept; the oldest go first. */
 const MAX_ENTRIES = 1000;
 
-interface Entry {
+/** How a file was when it was sent: what tells it unchanged since. */
+export interface FileStamp {
   size: number;
   mtimeMs: number;
+  ctimeMs: number;
+  ino: number;
+}
+
+interface Entry extends FileStamp {
   sha256: string;
 }
 
 /**
- * The files this user sent before, by path, size and mtime. A re-send of one is probably a
- * dedup hit, so `send` then hashes and asks the relay before it spends a core on gzip; any
- * other file gets gzip started alongside its hash. Only a hint: a file is always hashed, and
- * a cache that cannot be read or written is simply empty.
+ * The files this user sent before, by path, size, mtime, ctime and inode, with their SHA-256.
+ *
+ * A file whose stamp is unchanged is re-sent without being hashed: `send` asks the relay for
+ * a dedup hit on the recorded SHA-256 and is done (a 1 GiB re-send costs a stat and one
+ * request). The stamp can be fooled — content rewritten within the file system's time
+ * granularity, or mtime set back on purpose (`touch -r`; ctime still moves then, which is why
+ * it is part of the stamp). A stale entry can at worst make the new file a dedup hit on the
+ * content sent before, never hand anyone wrong bytes: the relay answers a hit only with
+ * content this session's owner scope itself uploaded and the relay verified, and every byte
+ * that does travel is verified against its hash by the store or the relay. When the relay
+ * has no hit the entry is not trusted further: the file is hashed as any other.
+ *
+ * A file sent before but changed since still says "probably a dedup hit" (same size and
+ * mtime), so `send` hashes and asks before it spends a core on gzip. A cache that cannot be
+ * read or written is simply empty.
  */
 export class SentCache {
   private constructor(
@@ -46,7 +63,22 @@ export class SentCache {
     return entry !== undefined && entry.size === size && entry.mtimeMs === mtimeMs;
   }
 
-  record(file: string, entry: Entry): void {
+  /** The SHA-256 recorded for this file when its stamp is exactly the one recorded with it. */
+  sha256Of(file: string, stamp: FileStamp): string | undefined {
+    const entry = this.entries.get(resolve(file));
+    const same =
+      entry !== undefined &&
+      entry.size === stamp.size &&
+      entry.mtimeMs === stamp.mtimeMs &&
+      entry.ctimeMs === stamp.ctimeMs &&
+      entry.ino === stamp.ino &&
+      typeof entry.sha256 === "string";
+    return same ? entry.sha256 : undefined;
+  }
+
+  record(file: string, stamp: FileStamp, sha256: string): void {
+    const { size, mtimeMs, ctimeMs, ino } = stamp;
+    const entry: Entry = { size, mtimeMs, ctimeMs, ino, sha256 };
     const key = resolve(file);
     this.entries.delete(key);
     this.entries.set(key, entry);

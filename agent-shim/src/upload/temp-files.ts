@@ -86,15 +86,39 @@ function removeAllNow(): void {
   live.clear();
 }
 
+/** What a Ctrl-C says instead of "interrupted", while an upload that can be resumed is going. */
+let interruptHint: (() => Promise<string>) | undefined;
+
+/**
+ * Sets (or, with undefined, clears) the line a SIGINT prints before the process exits 130:
+ * how to resume the upload under way. Asked at most `HINT_WAIT_MS`; then the plain line.
+ */
+export function onInterrupt(hint: (() => Promise<string>) | undefined): void {
+  installHandlers();
+  interruptHint = hint;
+}
+
+const HINT_WAIT_MS = 3000;
+
 function installHandlers(): void {
   if (handlersInstalled) return;
   handlersInstalled = true;
   process.on("exit", removeAllNow);
   const stop = (signal: NodeJS.Signals, code: number) => () => {
-    removeAllNow();
-    const clear = process.stderr.isTTY ? "\r\x1b[2K" : "";
-    process.stderr.write(`${clear}airlock: interrupted (${signal})\n`);
-    process.exit(code);
+    let done = false;
+    const finish = (line: string) => {
+      if (done) return;
+      done = true;
+      removeAllNow();
+      const clear = process.stderr.isTTY ? "\r\x1b[2K" : "";
+      process.stderr.write(`${clear}airlock: ${line}\n`);
+      process.exit(code);
+    };
+    const plain = `interrupted (${signal})`;
+    const hint = signal === "SIGINT" ? interruptHint : undefined;
+    if (!hint) return finish(plain);
+    setTimeout(() => finish(plain), HINT_WAIT_MS).unref();
+    hint().then(finish, () => finish(plain));
   };
   process.once("SIGINT", stop("SIGINT", 130));
   process.once("SIGTERM", stop("SIGTERM", 143));

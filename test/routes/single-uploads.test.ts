@@ -1,0 +1,270 @@
+import { describe, expect, it } from "vitest";
+import { readConfig } from "../../src/config";
+import { SINGLE_UPLOAD_MAX_BYTES } from "../../src/services/single-upload";
+import { createBlobStore, uploadKey } from "../../src/storage";
+import { backends } from "../support/backends";
+import { gzip, logText, randomBytes, sha256Hex } from "../support/bytes";
+import { errorOf, RelayClient } from "../support/relay-client";
+import { declare, describe as describeBytes, type Declared } from "../support/send";
+import type { FileRecord } from "../../src/wire-types";
+
+/** `POST /v1/single-uploads`: the declaration in the query, the stored bytes as the body. */
+function sendOne(
+  client: RelayClient,
+  token: string,
+  declared: Declared,
+  body: Uint8Array,
+  headers: Record<string, string> = {},
+): Promise<Response> {
+  const { name, size, sha256, contentType, encoding, storedSha256 } = declared;
+  const query = new URLSearchParams({ name, size: String(size), sha256, encoding, storedSha256 });
+  if (contentType) query.set("contentType", contentType);
+  return client.call("POST", `/v1/single-uploads?${query}`, {
+    token,
+    body,
+    headers: { "content-length": String(body.byteLength), ...headers },
+  });
+}
+
+interface UploadRow {
+  id: string;
+  status: string;
+  stored_key: string;
+}
+
+for (const backend of backends()) {
+  describe(`POST /v1/single-uploads on ${backend.name}`, { timeout: 60_000 }, () => {
+    const client = new RelayClient(backend.env);
+    const store = createBlobStore(readConfig(backend.env), backend.env);
+
+    const uploadsOf = async (sessionId: string) =>
+      (
+        await backend.env.DB.prepare(
+          "SELECT id, status, stored_key FROM uploads WHERE session_id = ?",
+        )
+          .bind(sessionId)
+          .all<UploadRow>()
+      ).results;
+
+    const filesOf = async (token: string) => {
+      const listed = await client.call("GET", "/v1/files", { token });
+      return ((await listed.json()) as { files: FileRecord[] }).files;
+    };
+
+    /** Sends honest bytes in one request; returns the file and the session. */
+    async function sendHonest(
+      bytes: Uint8Array,
+      encoding: "identity" | "gzip",
+      session?: { sessionId: string; token: string },
+    ) {
+      const owner = session ?? (await client.mintSession());
+      const { declared, stored } = await describeBytes(bytes, "notes.txt", encoding);
+      const response = await sendOne(client, owner.token, declared, stored);
+      expect(response.status, await response.clone().text()).toBe(201);
+      return { file: (await response.json()) as FileRecord, session: owner, stored };
+    }
+
+    it.each([
+      ["random binary as it is", randomBytes(300_000), "identity"],
+      ["log text gzipped", logText(8000), "gzip"],
+      ["an empty file", new Uint8Array(0), "identity"],
+    ] as const)(
+      "registers %s as a verified file in one request, byte-exact",
+      async (_, bytes, encoding) => {
+        client.holdVerification();
+        try {
+          const { file, session } = await sendHonest(bytes, encoding);
+          expect(file).toMatchObject({
+            size: bytes.byteLength,
+            sha256: await sha256Hex(bytes),
+            status: "verified",
+            deduped: false,
+          });
+          const [upload] = await uploadsOf(session.sessionId);
+          expect(upload?.status).toBe("completed");
+          expect(client.queued).toEqual([{ uploadId: upload!.id, fileId: file.fileId }]);
+          await client.runQueued();
+          const content = await client.call("GET", `/v1/files/${file.fileId}/content`, {
+            token: session.token,
+          });
+          expect(await sha256Hex(await content.arrayBuffer())).toBe(file.sha256);
+          const shared = await client.fetch(file.url);
+          expect(await sha256Hex(await shared.arrayBuffer())).toBe(file.sha256);
+        } finally {
+          client.resumeVerification();
+        }
+      },
+    );
+
+    /** A lie answers 422 content_mismatch and keeps nothing: no file, no object, no quota held. */
+    async function expectLieRefused(declared: Declared, body: Uint8Array): Promise<void> {
+      const session = await client.mintSession();
+      const response = await sendOne(client, session.token, declared, body);
+      expect(await errorOf(response)).toMatchObject({ status: 422, code: "content_mismatch" });
+      expect(await filesOf(session.token)).toEqual([]);
+      const uploads = await uploadsOf(session.sessionId);
+      expect(uploads.map((u) => u.status)).toEqual(["rejected"]);
+      expect(await store.head(uploads[0]!.stored_key)).toBeNull();
+      const probe = await declare(client, session.token, {
+        name: "v",
+        size: declared.size,
+        sha256: declared.sha256,
+      });
+      expect(await probe.json()).toEqual({ status: "missing" });
+    }
+
+    it("refuses a body whose stored SHA-256 is not the declared one: 422, nothing stored", async () => {
+      const { declared } = await describeBytes(randomBytes(50_000), "a.bin");
+      await expectLieRefused(declared, randomBytes(50_000));
+    });
+
+    it("refuses an empty body declared as other content: 422, nothing stored", async () => {
+      const { declared } = await describeBytes(new Uint8Array(0), "empty.bin");
+      const other = await sha256Hex(randomBytes(32));
+      await expectLieRefused(
+        { ...declared, sha256: other, storedSha256: other },
+        new Uint8Array(0),
+      );
+    });
+
+    it("refuses gzip that inflates to other content than declared: 422, nothing stored", async () => {
+      const { declared: honest } = await describeBytes(logText(3000), "victim.log", "gzip");
+      const evil = await gzip(logText(3000));
+      await expectLieRefused(
+        { ...honest, storedSize: evil.byteLength, storedSha256: await sha256Hex(evil) },
+        evil,
+      );
+    });
+
+    it("refuses gzip that inflates past the declared size (a bomb), cut off there: 422", async () => {
+      const bomb = await gzip(new Uint8Array(8_000_000));
+      await expectLieRefused(
+        {
+          name: "small.txt",
+          size: 100_000,
+          sha256: await sha256Hex(new Uint8Array(100_000)),
+          encoding: "gzip",
+          storedSize: bomb.byteLength,
+          storedSha256: await sha256Hex(bomb),
+        },
+        bomb,
+      );
+    });
+
+    /** The one-request answer equals the declare's answer for the same declaration. */
+    async function expectSameRefusal(
+      clientFor: RelayClient,
+      session: { sessionId: string; token: string },
+      declared: Declared,
+      body: Uint8Array,
+      code: string,
+    ) {
+      const viaDeclare = await errorOf(await declare(clientFor, session.token, declared));
+      const viaOne = await errorOf(await sendOne(clientFor, session.token, declared, body));
+      expect(viaOne).toEqual(viaDeclare);
+      expect(viaOne.code).toBe(code);
+      expect(await uploadsOf(session.sessionId)).toEqual([]);
+    }
+
+    it("answers over quota with the declare's 413 quota_exceeded, reading nothing", async () => {
+      const session = await client.mintSession({ quotaBytes: 1000 });
+      const bytes = randomBytes(2000);
+      const { declared, stored } = await describeBytes(bytes, "big.bin");
+      await expectSameRefusal(client, session, declared, stored, "quota_exceeded");
+    });
+
+    it("answers over MAX_FILE_BYTES with the declare's 413 file_too_large", async () => {
+      const small = new RelayClient({ ...backend.env, MAX_FILE_BYTES: "1000" });
+      const session = await small.mintSession();
+      const { declared, stored } = await describeBytes(randomBytes(2000), "big.bin");
+      await expectSameRefusal(small, session, declared, stored, "file_too_large");
+    });
+
+    it.each(["../escape.txt", "bad\u202ename.txt", " ", ".."])(
+      "answers the name %j with the declare's 400 invalid_request",
+      async (name) => {
+        const session = await client.mintSession();
+        const { declared, stored } = await describeBytes(randomBytes(100), "x");
+        await expectSameRefusal(client, session, { ...declared, name }, stored, "invalid_request");
+      },
+    );
+
+    it("refuses more stored bytes than one request takes with 413, before reading them", async () => {
+      const session = await client.mintSession();
+      const { declared, stored } = await describeBytes(
+        randomBytes(SINGLE_UPLOAD_MAX_BYTES + 1),
+        "big.bin",
+      );
+      const response = await sendOne(client, session.token, declared, stored);
+      expect(await errorOf(response)).toMatchObject({ status: 413, code: "payload_too_large" });
+      expect(await uploadsOf(session.sessionId)).toEqual([]);
+    });
+
+    it("refuses a Content-Length other than the body's with nothing kept", async () => {
+      const session = await client.mintSession();
+      const { declared, stored } = await describeBytes(randomBytes(1000), "a.bin");
+      const response = await sendOne(client, session.token, declared, stored.subarray(0, 900), {
+        "content-length": "1000",
+      });
+      expect(await errorOf(response)).toMatchObject({ status: 400, code: "length_mismatch" });
+      expect(await filesOf(session.token)).toEqual([]);
+      for (const upload of await uploadsOf(session.sessionId)) {
+        expect(upload.status).toBe("rejected");
+        expect(await store.head(upload.stored_key)).toBeNull();
+      }
+    });
+
+    it("is a dedup hit within the owner scope: a file, and the body left unread", async () => {
+      const owner = `single-owner-${crypto.randomUUID()}`;
+      const bytes = randomBytes(200_000);
+      const first = await sendHonest(bytes, "identity", await client.mintSession({ owner }));
+      const second = await client.mintSession({ owner });
+      const { declared } = await describeBytes(bytes, "again.bin");
+      // The body is not the content at all: a hit never reads it.
+      const response = await sendOne(client, second.token, declared, randomBytes(200_000));
+      expect(response.status).toBe(201);
+      const file = (await response.json()) as FileRecord;
+      expect(file).toMatchObject({
+        name: "again.bin",
+        deduped: true,
+        status: "verified",
+        sha256: first.file.sha256,
+      });
+      expect(await uploadsOf(second.sessionId)).toEqual([]);
+      const content = await client.call("GET", `/v1/files/${file.fileId}/content`, {
+        token: second.token,
+      });
+      expect(await sha256Hex(await content.arrayBuffer())).toBe(first.file.sha256);
+    });
+
+    it("never short-cuts on another scope's content: the bytes travel, are checked, and stored once", async () => {
+      const bytes = randomBytes(200_000);
+      const first = await sendHonest(bytes, "identity");
+      const stranger = await client.mintSession({ owner: `stranger-${crypto.randomUUID()}` });
+      const { declared } = await describeBytes(bytes, "mine.bin");
+      // Claiming the other scope's hash with other bytes gets the same refusal as for any lie.
+      const lie = await sendOne(client, stranger.token, declared, randomBytes(200_000));
+      expect(await errorOf(lie)).toMatchObject({ status: 422, code: "content_mismatch" });
+      const honest = await sendHonest(bytes, "identity", stranger);
+      expect(honest.file.deduped).toBe(false);
+      expect(Object.keys(honest.file).sort()).toEqual(Object.keys(first.file).sort());
+      // Settled on the queue: the store keeps the first copy and drops this upload's own.
+      const uploads = await uploadsOf(stranger.sessionId);
+      const completed = uploads.find((u) => u.status === "completed")!;
+      expect(completed.stored_key).toBe(uploadKey(first.file.sha256, completed.id));
+      expect(await store.head(completed.stored_key)).toBeNull();
+      const content = await client.fetch(honest.file.url);
+      expect(await sha256Hex(await content.arrayBuffer())).toBe(first.file.sha256);
+    });
+
+    it("refuses a query that is not a declaration with 400 invalid_request", async () => {
+      const { token } = await client.mintSession();
+      const response = await client.call("POST", "/v1/single-uploads?name=a.bin&size=-1", {
+        token,
+        body: new Uint8Array(1),
+        headers: { "content-length": "1" },
+      });
+      expect(await errorOf(response)).toMatchObject({ status: 400, code: "invalid_request" });
+    });
+  });
+}
