@@ -40,6 +40,8 @@ MIN_GZIP_SAVING = 0.1
 CHUNK = 1024 * 1024
 IDLE_TIMEOUT_S = 60
 MAX_TEXT_BYTES = 64 * 1024
+# A relay's JSON answer: a multipart declaration on s3 carries a signed URL per part.
+MAX_JSON_BYTES = 16 * 1024 * 1024
 MAX_LINE = 1000
 MAX_META_BYTES = 1024 * 1024
 DEFAULT_MAX_EXTRACT_BYTES = 10 * 1024 ** 3
@@ -555,7 +557,7 @@ def open_request(method, url, headers, body=None, length=None):
         raise network_error(err)
 
 
-def read_text(res):
+def read_text(res, max_bytes=MAX_TEXT_BYTES):
     kept = []
     size = 0
     try:
@@ -563,12 +565,12 @@ def read_text(res):
             chunk = res.read(CHUNK)
             if not chunk:
                 break
-            if size < MAX_TEXT_BYTES:
+            if size < max_bytes:
                 kept.append(chunk)
                 size += len(chunk)
     except (OSError, http.client.HTTPException) as err:
         raise network_error(err)
-    return b"".join(kept)[:MAX_TEXT_BYTES].decode("utf-8", "replace")
+    return b"".join(kept)[:max_bytes].decode("utf-8", "replace")
 
 
 def error_body(text):
@@ -644,7 +646,7 @@ class Relay(object):
         def attempt():
             conn, res = open_request(method, self.url + path, headers, body)
             try:
-                text = read_text(res)
+                text = read_text(res, MAX_JSON_BYTES)
             finally:
                 conn.close()
             if 200 <= res.status < 300:

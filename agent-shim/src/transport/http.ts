@@ -19,6 +19,11 @@ const IDLE_TIMEOUT_MS = 60_000;
 export const MAX_HEADER_BYTES = 256 * 1024;
 /** The most of an error body the shim reads to explain a refusal. */
 const MAX_TEXT_BYTES = 64 * 1024;
+/**
+ * The most of a relay's JSON answer the shim reads: a multipart declaration of a large file
+ * on s3 carries a signed URL per part (about 700 bytes each, 90 KB for 1 GiB).
+ */
+export const MAX_JSON_BYTES = 16 * 1024 * 1024;
 
 /** One HTTP request. `body` is a buffer, or a stream whose length is in the headers. */
 export interface HttpRequest {
@@ -90,13 +95,16 @@ function requestError(err: unknown, url: URL): Error {
   return new NetworkError(err);
 }
 
-/** Reads a (small) response body as text, keeping at most the first 64 KiB. */
-export async function readText(res: http.IncomingMessage): Promise<string> {
+/** Reads a (small) response body as text, keeping at most the first `maxBytes` (64 KiB). */
+export async function readText(
+  res: http.IncomingMessage,
+  maxBytes = MAX_TEXT_BYTES,
+): Promise<string> {
   const chunks: Buffer[] = [];
   let kept = 0;
   try {
     for await (const chunk of res as AsyncIterable<Buffer>) {
-      if (kept < MAX_TEXT_BYTES) {
+      if (kept < maxBytes) {
         chunks.push(chunk);
         kept += chunk.length;
       }
@@ -104,7 +112,7 @@ export async function readText(res: http.IncomingMessage): Promise<string> {
   } catch (err) {
     throw new NetworkError(err);
   }
-  return Buffer.concat(chunks).toString("utf8").slice(0, MAX_TEXT_BYTES);
+  return Buffer.concat(chunks).subarray(0, maxBytes).toString("utf8");
 }
 
 /** The code and message of an error body: the relay's `{ error: { code, message } }` or S3's XML. */

@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import type { RelayConfig, RetryPolicy } from "../cli/config.js";
 import type { Readable } from "node:stream";
 import { CliError, RefusalError } from "../cli/errors.js";
-import { isRetryableStatus, readText, request, statusError } from "./http.js";
+import { MAX_JSON_BYTES, isRetryableStatus, readText, request, statusError } from "./http.js";
 import { withRetry } from "./retry.js";
 import type {
   DeliveryRecord,
@@ -236,7 +236,7 @@ export class RelayClient {
     try {
       return await withRetry(this.policy, target, async () => {
         const res = await request({ method: "POST", url, headers, body: body() });
-        const text = await readText(res);
+        const text = await readText(res, MAX_JSON_BYTES);
         const status = res.statusCode ?? 0;
         if (status >= 200 && status < 300) return parseJson<FileRecord>(text, action);
         throw statusError(res, text, `relay refused ${action}`, isRetryable);
@@ -270,7 +270,7 @@ export class RelayClient {
     const target = { service: "relay" as const, url: this.config.url, action };
     return withRetry(this.policy, target, async () => {
       const res = await request({ method, url: this.config.url + path, headers, body });
-      const text = await readText(res);
+      const text = await readText(res, MAX_JSON_BYTES);
       const status = res.statusCode ?? 0;
       if (status >= 200 && status < 300) return parseJson<T>(text, action);
       throw statusError(res, text, `relay refused ${action}`, isRetryable);
