@@ -84,33 +84,9 @@ export async function curlParts(
   const partSize = partSizeFor(file.size);
   const dir = await mkdtemp(join(tmpDir, "parts-"));
   try {
-    const partFiles: string[] = [];
-    const partSha256: string[] = [];
-    const source = await open(path, "r");
-    try {
-      const buffer = Buffer.alloc(partSize);
-      for (let n = 1; (n - 1) * partSize < file.size; n++) {
-        const { bytesRead } = await source.read(buffer, 0, partSize, (n - 1) * partSize);
-        const bytes = buffer.subarray(0, bytesRead);
-        const partFile = join(dir, `part-${n}`);
-        await writeFile(partFile, bytes);
-        partFiles.push(partFile);
-        partSha256.push(createHash("sha256").update(bytes).digest("hex"));
-      }
-    } finally {
-      await source.close();
-    }
+    const { partFiles, partSha256 } = await cutParts(path, file.size, partSize, dir);
     const upload = await declareMultipart(session, file, partSha256);
-    const config = upload.parts.flatMap(({ partNumber, put }) => [
-      `url = "${put.url}"`,
-      `upload-file = "${partFiles[partNumber - 1]}"`,
-      `request = "${put.method}"`,
-      'header = "Expect:"',
-      ...Object.entries(put.headers).map(([name, value]) => `header = "${name}: ${value}"`),
-      "output = /dev/null",
-      "next",
-    ]);
-    config.pop(); // `next` separates transfers; a trailing one would start an empty transfer
+    const config = curlPartsConfig(upload.parts, partFiles);
     const configFile = join(dir, "curl.conf");
     await writeFile(configFile, config.join("\n"));
     const run = await meter.run("curl", [
@@ -122,4 +98,51 @@ export async function curlParts(
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
+}
+
+/** `path` cut into part files of `partSize` in `dir`, with each part's SHA-256. */
+export async function cutParts(
+  path: string,
+  size: number,
+  partSize: number,
+  dir: string,
+): Promise<{ partFiles: string[]; partSha256: string[] }> {
+  const partFiles: string[] = [];
+  const partSha256: string[] = [];
+  const source = await open(path, "r");
+  try {
+    const buffer = Buffer.alloc(partSize);
+    for (let n = 1; (n - 1) * partSize < size; n++) {
+      const { bytesRead } = await source.read(buffer, 0, partSize, (n - 1) * partSize);
+      const bytes = buffer.subarray(0, bytesRead);
+      const partFile = join(dir, `part-${n}`);
+      await writeFile(partFile, bytes);
+      partFiles.push(partFile);
+      partSha256.push(createHash("sha256").update(bytes).digest("hex"));
+    }
+  } finally {
+    await source.close();
+  }
+  return { partFiles, partSha256 };
+}
+
+/** A `curl -K` config that PUTs each part file to its signed URL with its signed headers. */
+export function curlPartsConfig(
+  parts: {
+    partNumber: number;
+    put: { url: string; method: string; headers: Record<string, string> };
+  }[],
+  partFiles: string[],
+): string[] {
+  const config = parts.flatMap(({ partNumber, put }) => [
+    `url = "${put.url}"`,
+    `upload-file = "${partFiles[partNumber - 1]}"`,
+    `request = "${put.method}"`,
+    'header = "Expect:"',
+    ...Object.entries(put.headers).map(([name, value]) => `header = "${name}: ${value}"`),
+    "output = /dev/null",
+    "next",
+  ]);
+  config.pop(); // `next` separates transfers; a trailing one would start an empty transfer
+  return config;
 }

@@ -3,22 +3,28 @@
  *
  * 1. 100 sandboxes, each with its own session token, cache dir and temp dir, each running one
  *    `airlock send <20 small files> --json`, `LOAD_CONCURRENCY` (default all 100) at once.
- * 2. 10 sandboxes each sending one `LOAD_BIG_MIB` MiB file, all at once: 128 by default (10 ×
- *    256 MiB took 5 min on a busy 2-core machine; `LOAD_BIG_MIB=256` runs that).
+ * 2. 10 sandboxes each sending one `LOAD_BIG_MIB` MiB file (256 by default), all at once.
  *
  * Reports files/s, p50/p99 send times, and the relay's peak RSS (wrangler + workerd: the sum over
  * its process group, sampled every 250 ms). Every send must succeed, every reported SHA-256 and
  * size must match what was written, and what the relay serves back (`GET /v1/files/:id/content`)
  * must hash the same for one small file per sandbox and every large one; otherwise it exits 1.
+ *
+ * The relay runs from a copy of the checkout taken at the start (bench/large-snapshot-relay.ts):
+ * `wrangler dev` reloads its Worker whenever a file under its src/ is written and answers `503`
+ * to every request in flight then, so a run from the working checkout would meet every edit made
+ * there meanwhile. The report counts those writes (seconds with any) all the same.
  */
 import { spawn, execFileSync } from "node:child_process";
 import { createHash, randomBytes, randomInt } from "node:crypto";
-import { createWriteStream } from "node:fs";
-import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { createWriteStream, watch } from "node:fs";
+import { copyFile, mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { loadavg, tmpdir } from "node:os";
+import { get as httpGet } from "node:http";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { performance } from "node:perf_hooks";
-import { startRelay, type RunningRelay } from "../test/support/relay";
+import { startSnapshotRelay, type SnapshotRelay } from "./large-snapshot-relay";
 import { Meter } from "./measure";
 import type { Session } from "./relay-api";
 import { SHIM, assertShimBuilt, shimEnv, type SendJson } from "./shim";
@@ -28,7 +34,7 @@ const FILES_EACH = 20;
 const SMALL_MIN = 1024;
 const SMALL_MAX = 256 * 1024;
 const BIG_SANDBOXES = 10;
-const BIG_MIB = positive("LOAD_BIG_MIB", 128);
+const BIG_MIB = positive("LOAD_BIG_MIB", 256);
 const CONCURRENCY = positive("LOAD_CONCURRENCY", SANDBOXES);
 /** A send that takes longer than this is killed and counted as an error. */
 const SEND_TIMEOUT_MS = 15 * 60_000;
@@ -69,7 +75,7 @@ function percentile(values: number[], p: number): number {
 }
 
 /** Samples the RSS of every process in the relay's group; `peak()` is the largest sum seen. */
-function sampleRss(relay: RunningRelay): { stop(): { peakMiB: number; workerdMiB: number } } {
+function sampleRss(relay: SnapshotRelay): { stop(): { peakMiB: number; workerdMiB: number } } {
   let peakKiB = 0;
   let workerdKiB = 0;
   const sample = () => {
@@ -102,7 +108,27 @@ function sampleRss(relay: RunningRelay): { stop(): { peakMiB: number; workerdMiB
   };
 }
 
-async function newSandbox(relay: RunningRelay, root: string, name: string): Promise<Sandbox> {
+/** The checkout's sources, which a `wrangler dev` run from the checkout itself watches. */
+const WATCHED = fileURLToPath(new URL("../src", import.meta.url));
+
+/**
+ * Counts the seconds in which something under the checkout's src/ was written: each would have
+ * reloaded a relay run from the checkout (and answered `503` to its requests in flight).
+ */
+function countReloads(): { stop(): number } {
+  const seconds = new Set<number>();
+  const watcher = watch(WATCHED, { recursive: true }, () =>
+    seconds.add(Math.floor(Date.now() / 1000)),
+  );
+  return {
+    stop() {
+      watcher.close();
+      return seconds.size;
+    },
+  };
+}
+
+async function newSandbox(relay: SnapshotRelay, root: string, name: string): Promise<Sandbox> {
   const { token } = await relay.mintSession();
   const session = { url: relay.url, token };
   const dir = join(root, name);
@@ -125,7 +151,7 @@ interface Run {
 function send(sandbox: Sandbox, paths: string[]): Promise<Run> {
   return new Promise((resolve, reject) => {
     const started = performance.now();
-    const child = spawn(process.execPath, [SHIM, "send", ...paths, "--json"], {
+    const child = spawn(process.execPath, [shim, "send", ...paths, "--json"], {
       env: sandbox.env,
       stdio: ["ignore", "pipe", "pipe"],
     });
@@ -173,16 +199,51 @@ function checkResults(files: Sent[], run: Run, label: string): Map<string, strin
   return ids;
 }
 
-/** SHA-256 of what the relay serves the owner for a file, streamed. */
+/** Reads of served bytes cut short (a Worker reload ends a response mid-body) and read again. */
+let rereads = 0;
+const REREADS_PER_FILE = 5;
+
+/**
+ * SHA-256 of what the relay serves the owner for a file, streamed. A read cut short by the
+ * connection is read again from the start (`wrangler dev` cannot retry a response it has begun
+ * when its Worker reloads); a complete answer with other bytes is never read again. node:http,
+ * not fetch: fetch gives up on an answer whose headers take over 5 minutes, and the local runtime
+ * may take that long while its queue reads ten large uploads back.
+ */
 async function servedSha256(sandbox: Sandbox, fileId: string): Promise<string> {
-  const response = await fetch(`${sandbox.session.url}/v1/files/${fileId}/content`, {
-    headers: { authorization: `Bearer ${sandbox.session.token}` },
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await getSha256(`${sandbox.session.url}/v1/files/${fileId}/content`, {
+        authorization: `Bearer ${sandbox.session.token}`,
+      });
+    } catch (error) {
+      if (error instanceof RefusedGet || attempt >= REREADS_PER_FILE) throw error;
+      rereads++;
+      console.error(`GET content ${fileId} cut short (${String(error)}); reading it again`);
+    }
+  }
+}
+
+/** A GET answered with something other than 200: not read again. */
+class RefusedGet extends Error {}
+
+function getSha256(url: string, headers: Record<string, string>): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const request = httpGet(url, { headers }, (response) => {
+      if (response.statusCode !== 200) {
+        response.resume();
+        return reject(new RefusedGet(`GET ${url}: ${response.statusCode}`));
+      }
+      const hash = createHash("sha256");
+      response.on("data", (chunk: Buffer) => hash.update(chunk));
+      response.once("error", reject);
+      response.once("aborted", () => reject(new Error("connection closed mid-body")));
+      response.once("end", () =>
+        response.complete ? resolve(hash.digest("hex")) : reject(new Error("body cut short")),
+      );
+    });
+    request.once("error", reject);
   });
-  if (response.status !== 200 || !response.body)
-    throw new Error(`GET content ${fileId}: ${response.status} ${await response.text()}`);
-  const hash = createHash("sha256");
-  for await (const chunk of response.body) hash.update(chunk);
-  return hash.digest("hex");
 }
 
 async function checkServed(samples: { file: Sent; fileId: string }[]): Promise<number> {
@@ -228,8 +289,12 @@ async function writeRandom(path: string, bytes: number): Promise<string> {
 const fmt = (ms: number) => (ms >= 10_000 ? `${(ms / 1000).toFixed(1)} s` : `${Math.round(ms)} ms`);
 
 await assertShimBuilt();
+const loadAtStart = loadavg()[0]!;
 const root = await mkdtemp(join(tmpdir(), "airlock-load-bench-"));
-const relay = await startRelay();
+// The shim as built now: a rebuild in the checkout during the run does not change it.
+const shim = join(root, "airlock.mjs");
+await copyFile(SHIM, shim);
+const relay = await startSnapshotRelay();
 const rows: string[] = [];
 try {
   // Warm the relay (the Worker compiles and D1/R2 open on the first requests).
@@ -253,6 +318,7 @@ try {
   }
   const smallBytes = small.flatMap((s) => s.files).reduce((sum, f) => sum + f.size, 0);
   let rss = sampleRss(relay);
+  let reloads = countReloads();
   const perFile: number[] = [];
   const perProcess: number[] = [];
   const smallSamples: { file: Sent; fileId: string }[] = [];
@@ -271,13 +337,14 @@ try {
   });
   const smallWallMs = performance.now() - smallStarted;
   const smallRss = rss.stop();
+  const smallReloads = reloads.stop();
   const smallExact = await checkServed(smallSamples);
   const smallFiles = SANDBOXES * FILES_EACH;
   rows.push(
     `| ${SANDBOXES} × ${FILES_EACH} small files (1–256 KiB, ${(smallBytes / MiB).toFixed(0)} MiB in all), ${Math.min(CONCURRENCY, SANDBOXES)} processes at once | ` +
       `${fmt(smallWallMs)} | ${(smallFiles / (smallWallMs / 1000)).toFixed(1)} files/s | ` +
       `per file ${fmt(percentile(perFile, 50))} / ${fmt(percentile(perFile, 99))}; per process (20 files) ${fmt(percentile(perProcess, 50))} / ${fmt(percentile(perProcess, 99))} | ` +
-      `${smallRss.peakMiB.toFixed(0)} (workerd ${smallRss.workerdMiB.toFixed(0)}) | ${smallExact}/${smallSamples.length} of ${SANDBOXES} sampled |`,
+      `${smallRss.peakMiB.toFixed(0)} (workerd ${smallRss.workerdMiB.toFixed(0)}) | ${smallExact}/${smallSamples.length} of ${SANDBOXES} sampled | ${smallReloads} |`,
   );
   console.error(rows.at(-1));
 
@@ -295,6 +362,7 @@ try {
   }
   const meter = new Meter(root);
   rss = sampleRss(relay);
+  reloads = countReloads();
   const bigTimes: number[] = [];
   const shimRssMiB: number[] = [];
   const bigSamples: { file: Sent; fileId: string }[] = [];
@@ -303,7 +371,7 @@ try {
     big.map(async (file) => {
       const label = `big sandbox ${file.sandbox.dir}`;
       try {
-        const run = await meter.run(process.execPath, [SHIM, "send", file.path, "--json"], {
+        const run = await meter.run(process.execPath, [shim, "send", file.path, "--json"], {
           env: file.sandbox.env,
         });
         bigTimes.push(run.wallMs);
@@ -320,23 +388,24 @@ try {
   );
   const bigWallMs = performance.now() - bigStarted;
   const bigRss = rss.stop();
+  const bigReloads = reloads.stop();
   const bigExact = await checkServed(bigSamples);
   rows.push(
     `| ${BIG_SANDBOXES} × ${BIG_MIB} MiB (random), all at once | ${fmt(bigWallMs)} | ` +
       `${(BIG_SANDBOXES / (bigWallMs / 1000)).toFixed(2)} files/s, ${((BIG_SANDBOXES * BIG_MIB) / (bigWallMs / 1000)).toFixed(0)} MiB/s | ` +
       `${fmt(percentile(bigTimes, 50))} / ${fmt(percentile(bigTimes, 99))} | ` +
-      `${bigRss.peakMiB.toFixed(0)} (workerd ${bigRss.workerdMiB.toFixed(0)}); each shim ≤ ${Math.max(...shimRssMiB).toFixed(0)} | ${bigExact}/${bigSamples.length} of ${BIG_SANDBOXES} |`,
+      `${bigRss.peakMiB.toFixed(0)} (workerd ${bigRss.workerdMiB.toFixed(0)}); each shim ≤ ${Math.max(...shimRssMiB).toFixed(0)} | ${bigExact}/${bigSamples.length} of ${BIG_SANDBOXES} | ${bigReloads} |`,
   );
 
   console.log(
     [
-      `Load on loopback (wrangler dev, local D1/R2), ${new Date().toISOString()}, load average ${loadavg()[0]!.toFixed(1)}`,
+      `Load on loopback (wrangler dev from a snapshot of the checkout, local D1/R2), ${new Date().toISOString()}, load average ${loadAtStart.toFixed(1)} at the start, ${loadavg()[0]!.toFixed(1)} at the end`,
       "",
-      "| case | wall | throughput | send time p50 / p99 | relay peak RSS MiB (group sum; largest workerd) | served bytes exact (SHA-256) |",
-      "| --- | --- | --- | --- | --- | --- |",
+      "| case | wall | throughput | send time p50 / p99 | relay peak RSS MiB (group sum; largest workerd) | served bytes exact (SHA-256) | writes to the checkout's src/ (would-be reloads) |",
+      "| --- | --- | --- | --- | --- | --- | --- |",
       ...rows,
       "",
-      `errors: ${errors.length}`,
+      `errors: ${errors.length}; served-byte reads cut short and read again: ${rereads}`,
     ].join("\n"),
   );
   if (errors.length > 0) {
@@ -344,7 +413,7 @@ try {
     const said = relay
       .output()
       .split("\n")
-      .filter((line) => /\b(503|restart|error)\b/i.test(line))
+      .filter((line) => /\b(503|restart|reloading|error)\b/i.test(line))
       .slice(-10);
     if (said.length > 0) console.error(`relay output:\n${said.join("\n")}`);
     process.exitCode = 1;

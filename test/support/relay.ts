@@ -150,7 +150,7 @@ export async function startRelay(options: RelayOptions = {}): Promise<RunningRel
   };
 }
 
-async function waitForHealth(
+export async function waitForHealth(
   url: string,
   child: ChildProcess,
   output: () => string,
@@ -171,7 +171,7 @@ async function waitForHealth(
   throw new Error(`wrangler dev did not become healthy at ${url}:\n${output()}`);
 }
 
-async function stopGroup(child: ChildProcess): Promise<void> {
+export async function stopGroup(child: ChildProcess): Promise<void> {
   if (child.exitCode !== null || child.pid === undefined) return;
   const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
   const kill = (signal: NodeJS.Signals) => {

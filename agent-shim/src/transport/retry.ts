@@ -16,9 +16,9 @@ export interface RetryTarget {
 
 /**
  * Runs `attempt` until it succeeds, retrying transient network errors and `RetryableStatusError`s
- * with exponential backoff and full jitter (or the server's `Retry-After`). Other errors end it at
- * once. The final failure becomes a one-line `CliError` naming the target. Aborting `signal`
- * ends it at once, between attempts too, with the signal's reason.
+ * with exponential backoff and full jitter (longer if the server's `Retry-After` asks so). Other
+ * errors end it at once. The final failure becomes a one-line `CliError` naming the target.
+ * Aborting `signal` ends it at once, between attempts too, with the signal's reason.
  */
 export async function withRetry<T>(
   policy: RetryPolicy,
@@ -34,8 +34,12 @@ export async function withRetry<T>(
       if (signal?.aborted) throw signal.reason;
       const transient = isTransient(err);
       if (!transient || tries >= policy.attempts) throw giveUp(err, target, transient ? tries : 0);
-      const requested = err instanceof RetryableStatusError ? err.retryAfterMs : undefined;
-      await sleep(requested ?? backoffMs(policy, tries), undefined, { signal }).catch(() => {
+      // A `Retry-After` can lengthen the backoff, never shorten it: `wrangler dev` answers `503`
+      // with `Retry-After: 0` while its Worker reloads, and tries with no wait at all can all
+      // land inside that one reload.
+      const requested = err instanceof RetryableStatusError ? (err.retryAfterMs ?? 0) : 0;
+      const delay = Math.max(requested, backoffMs(policy, tries));
+      await sleep(delay, undefined, { signal }).catch(() => {
         throw signal?.reason;
       });
     }

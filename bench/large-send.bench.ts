@@ -1,0 +1,247 @@
+/**
+ * `npm run bench:large` (= `node scripts/run-ts.mjs bench/large-send.bench.ts [options]`): large
+ * files of random bytes sent by `airlock send` against the floor, one `curl -T` of the whole file
+ * to the signed PUT the relay hands out, and against `curl --parallel` of the same part PUTs.
+ *
+ * `--backend s3` (default): the relay under `wrangler dev` on the s3 backend, pointed at the strict
+ * S3 server on loopback (test/fixtures/s3): every byte goes straight to the store. `--backend r2`:
+ * the local R2 binding, every byte through the Worker. `--sizes 128,1024` (MiB), `--runs 3`,
+ * `--concurrency 4` (AIRLOCK_UPLOAD_CONCURRENCY; several, comma-separated, to compare).
+ *
+ * Tools run interleaved on fresh content each time, and the relay and store start afresh after
+ * each upload so that no read-back or stored bytes weigh on the next one. Prints a markdown table
+ * (medians, ratios against `curl -T` of the same run); exits 1 if the shim misses the target.
+ */
+import { loadavg, tmpdir } from "node:os";
+import { mkdtemp, rm } from "node:fs/promises";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import { curlParts, curlPut } from "./baselines";
+import { createFile, type BenchFile } from "./corpus";
+import { formatMs, formatRatio, formatSize, MiB } from "./format";
+import { LargeRelay, type Backend } from "./large-relay";
+import { sendBySteps, type Steps } from "./large-steps";
+import { median, Meter } from "./measure";
+import type { Session } from "./relay-api";
+import { SHIM, assertShimBuilt, shimEnv, type SendJson } from "./shim";
+
+/** `airlock send` on s3 must take at most this multiple of one `curl -T` of the same file. */
+const S3_TARGET = 1.15;
+const CURL_PARTS_IN_FLIGHT = 4;
+
+const USAGE =
+  "usage: npm run bench:large -- [--backend s3|r2] [--sizes 128,1024] [--runs 3] [--concurrency 4] [--steps] [--shim <airlock.mjs>]";
+
+interface Options {
+  backend: Backend;
+  sizesMiB: number[];
+  runs: number;
+  levels: number[];
+  /** Also the shim's steps done by hand, each timed (`--steps`). */
+  steps: boolean;
+  /** The shim to run (`--shim <airlock.mjs>`): the built one unless another build is compared. */
+  shim: string;
+}
+
+function options(): Options {
+  const { values } = parseArgs({
+    options: {
+      backend: { type: "string", default: "s3" },
+      sizes: { type: "string", default: "128,1024" },
+      runs: { type: "string", default: "3" },
+      concurrency: { type: "string", default: "4" },
+      steps: { type: "boolean", default: false },
+      shim: { type: "string", default: SHIM },
+    },
+  });
+  const list = (raw: string) => raw.split(",").map(Number);
+  const backend = values.backend;
+  if (backend !== "s3" && backend !== "r2") throw new Error(USAGE);
+  const parsed = {
+    backend,
+    sizesMiB: list(values.sizes),
+    runs: Number(values.runs),
+    levels: list(values.concurrency),
+    steps: values.steps,
+    shim: values.shim,
+  } satisfies Options;
+  const numbers = [...parsed.sizesMiB, parsed.runs, ...parsed.levels];
+  if (!numbers.every((n) => Number.isInteger(n) && n > 0)) throw new Error(USAGE);
+  return parsed;
+}
+
+/** Wall times of one tool on one size, one per run. */
+interface Series {
+  tool: string;
+  wallMs: number[];
+  rssMiB: number[];
+}
+
+async function main(): Promise<void> {
+  const opts = options();
+  await assertShimBuilt();
+  const work = await mkdtemp(join(tmpdir(), "airlock-large-bench-"));
+  const meter = new Meter(work);
+  const relay = new LargeRelay(opts.backend);
+  const load = { before: loadavg()[0]!, after: NaN };
+  const log = (message: string) => process.stderr.write(`[large] ${message}\n`);
+  const warnings: string[] = [];
+  const warn = (message: string) => {
+    warnings.push(message);
+    log(`warning: ${message}`);
+  };
+  const tables: string[] = [];
+  const stepRows: string[] = [];
+  let missed = false;
+  try {
+    for (const sizeMiB of opts.sizesMiB) {
+      log(`writing ${sizeMiB} MiB of random bytes`);
+      const file = await createFile(work, "random", sizeMiB * MiB);
+      const steps: Steps[] = [];
+      const series: Series[] = [
+        { tool: "curl -T (one signed PUT)", wallMs: [], rssMiB: [] },
+        {
+          tool: `curl --parallel (part PUTs, ${CURL_PARTS_IN_FLIGHT} in flight)`,
+          wallMs: [],
+          rssMiB: [],
+        },
+        ...opts.levels.map((level) => ({
+          tool: `airlock send (AIRLOCK_UPLOAD_CONCURRENCY=${level})`,
+          wallMs: [] as number[],
+          rssMiB: [] as number[],
+        })),
+      ];
+      const measure = async (
+        run: number,
+        index: number,
+        what: (session: Session) => Promise<Measure>,
+      ) => {
+        const { tool } = series[index]!;
+        log(`${sizeMiB} MiB, run ${run}/${opts.runs}: ${tool}`);
+        await file.fresh();
+        const result = await what(await relay.fresh()).catch((error: unknown) => {
+          throw new Error(`${tool}: ${String(error).slice(0, 400)}`);
+        });
+        series[index]!.wallMs.push(result.wallMs);
+        series[index]!.rssMiB.push(result.rssMiB);
+        log(`  ${formatMs(result.wallMs)}`);
+      };
+      for (let run = 1; run <= opts.runs; run++) {
+        await measure(run, 0, (session) =>
+          curlPut(meter, session, file.path, "application/octet-stream", warn),
+        );
+        await measure(run, 1, (session) =>
+          curlParts(meter, session, file.path, work, CURL_PARTS_IN_FLIGHT, warn),
+        );
+        for (const [i, level] of opts.levels.entries()) {
+          await measure(run, 2 + i, (session) =>
+            sendFresh(meter, { session, shim: opts.shim, file, tmpDir: work, level }),
+          );
+        }
+        if (opts.steps) {
+          log(`${sizeMiB} MiB, run ${run}/${opts.runs}: the shim's steps by hand`);
+          await file.fresh();
+          const session = await relay.fresh();
+          steps.push(await sendBySteps(meter, session, file.path, work, CURL_PARTS_IN_FLIGHT));
+        }
+      }
+      if (steps.length > 0) stepRows.push(stepsRow(sizeMiB, steps, median(series[2]!.wallMs)));
+      await file.remove();
+      const floor = median(series[0]!.wallMs);
+      tables.push(...series.map((s) => row(opts.backend, sizeMiB, s, floor)));
+      if (opts.backend === "s3") {
+        for (const s of series.slice(2)) {
+          const ratio = median(s.wallMs) / floor;
+          if (ratio > S3_TARGET) {
+            missed = true;
+            warn(`${sizeMiB} MiB ${s.tool}: ${formatRatio(ratio)} of curl -T, over ${S3_TARGET}×`);
+          }
+        }
+      }
+    }
+  } finally {
+    await relay.stop();
+    await rm(work, { recursive: true, force: true });
+    load.after = loadavg()[0]!;
+  }
+  const where =
+    opts.backend === "s3"
+      ? "s3 backend, strict S3 server on loopback (parts straight to the store)"
+      : "r2 backend, local R2 binding (every byte through the Worker)";
+  console.log(
+    [
+      `Large sends, ${where}; ${new Date().toISOString()}; ${opts.runs} runs each, fresh content every run${opts.shim === SHIM ? "" : `; shim ${opts.shim}`}; load average ${load.before.toFixed(1)} before, ${load.after.toFixed(1)} after`,
+      "",
+      "| backend | size | tool | runs (s) | median | × curl -T | peak RSS (MiB) |",
+      "| --- | --- | --- | --- | --- | --- | --- |",
+      ...tables,
+      ...(stepRows.length > 0
+        ? [
+            "",
+            `The shim's steps by hand (medians; first pass = a fresh node process hashing the file whole and per part; part PUTs by curl --parallel, ${CURL_PARTS_IN_FLIGHT} in flight):`,
+            "",
+            "| size | first pass | probe + declare | part PUTs | complete | sum (median of the runs' sums) | airlock send (median) |",
+            "| --- | --- | --- | --- | --- | --- | --- |",
+            ...stepRows,
+          ]
+        : []),
+      ...(warnings.length > 0 ? ["", ...warnings.map((w) => `- ${w}`)] : []),
+    ].join("\n"),
+  );
+  if (missed) process.exitCode = 1;
+}
+
+type Measure = { wallMs: number; rssMiB: number };
+
+/** `airlock send --json` of fresh content, as an agent runs it; every byte must go up. */
+async function sendFresh(
+  meter: Meter,
+  job: { session: Session; shim: string; file: BenchFile; tmpDir: string; level: number },
+): Promise<Measure> {
+  const env = shimEnv(job.session, job.tmpDir, {
+    AIRLOCK_UPLOAD_CONCURRENCY: String(job.level),
+  });
+  const run = await meter.run(process.execPath, [job.shim, "send", job.file.path, "--json"], {
+    env,
+  });
+  const result = JSON.parse(run.stdout.trim().split("\n").pop()!) as SendJson;
+  const { size } = job.file;
+  if (result.deduped || result.size !== size || result.uploadedBytes !== size)
+    throw new Error(`not a fresh upload of every byte: ${JSON.stringify(result)}`);
+  return run;
+}
+
+function stepsRow(sizeMiB: number, steps: Steps[], sendMs: number): string {
+  const of = (pick: (s: Steps) => number) => median(steps.map(pick));
+  const sum = of((s) => s.hash + s.declare + s.put + s.complete);
+  const cells = [
+    formatSize(sizeMiB * MiB),
+    ...[of((s) => s.hash), of((s) => s.declare), of((s) => s.put), of((s) => s.complete), sum].map(
+      formatMs,
+    ),
+    formatMs(sendMs),
+  ];
+  return `| ${cells.join(" | ")} |`;
+}
+
+function row(backend: Backend, sizeMiB: number, s: Series, floorMs: number): string {
+  const wall = median(s.wallMs);
+  return [
+    "",
+    backend,
+    formatSize(sizeMiB * MiB),
+    s.tool,
+    s.wallMs.map((ms) => (ms / 1000).toFixed(2)).join(", "),
+    formatMs(wall),
+    formatRatio(wall / floorMs),
+    Math.max(...s.rssMiB).toFixed(0),
+    "",
+  ]
+    .join(" | ")
+    .trim();
+}
+
+main().catch((error: unknown) => {
+  console.error(error instanceof Error ? (error.stack ?? error.message) : error);
+  process.exitCode = 1;
+});
