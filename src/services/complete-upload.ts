@@ -61,20 +61,7 @@ export async function completeUpload(
 
   const now = deps.now();
   const verified = upload.encoding === "identity" && !isMultipart(upload);
-  const file: FileRow = {
-    id: newId("fil"),
-    sessionId: session.id,
-    name: upload.name,
-    size: upload.size,
-    sha256: upload.sha256,
-    contentType: upload.contentType,
-    encoding: upload.encoding,
-    storedKey: upload.storedKey,
-    verified,
-    deduped: false,
-    createdAt: now,
-    expiresAt: now + deps.config.fileTtlSeconds * 1000,
-  };
+  const file = fileOfUpload(deps, upload, verified, now);
   // One transaction: the file exists only if this request moved the upload out of pending.
   await db.batch([
     completeUploadStatement(db, upload.id, file.id, now),
@@ -110,6 +97,24 @@ async function verifyInRequest(deps: Deps, upload: Upload, file: FileRow): Promi
     );
   }
   return { ...file, verified: true };
+}
+
+/** The file a completed upload becomes: on the upload's own object, for `FILE_TTL_SECONDS`. */
+export function fileOfUpload(deps: Deps, upload: Upload, verified: boolean, now: number): FileRow {
+  return {
+    id: newId("fil"),
+    sessionId: upload.sessionId,
+    name: upload.name,
+    size: upload.size,
+    sha256: upload.sha256,
+    contentType: upload.contentType,
+    encoding: upload.encoding,
+    storedKey: upload.storedKey,
+    verified,
+    deduped: false,
+    createdAt: now,
+    expiresAt: now + deps.config.fileTtlSeconds * 1000,
+  };
 }
 
 function uploadExpired(upload: Upload): AppError {

@@ -65,7 +65,7 @@ export async function receivePart(
 }
 
 /** The checks every relay-bound PUT passes before a byte is stored. */
-function checkPutHeaders(put: IncomingPut, size: number, sha256Hex: string): void {
+export function checkPutHeaders(put: IncomingPut, size: number, sha256Hex: string): void {
   if (put.contentLength !== String(size)) {
     throw new AppError("length_mismatch", `Content-Length must be ${size}`);
   }

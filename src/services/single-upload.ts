@@ -1,14 +1,14 @@
 import { z } from "zod";
 import { upsertBlob } from "../db/blobs";
-import { insertFileOfUploadStatement, type FileRow } from "../db/files";
+import { insertFileOfUploadStatement } from "../db/files";
 import type { Session } from "../db/sessions";
 import { completeUploadStatement, findUpload, type Upload } from "../db/uploads";
 import type { Deps } from "../deps";
 import { AppError } from "../errors";
-import { newId } from "../ids";
 import { digestExactly, passThroughDigest } from "../content/stream-digest";
 import { ContentRejectedError } from "../storage/blob-store";
 import { declareUpload, declareUploadBody } from "./declare-upload";
+import { fileOfUpload } from "./complete-upload";
 import { toFileRecord, type FileRecord } from "./file-record";
 import { rejectUpload } from "./reject-upload";
 import { SINGLE_UPLOAD_MAX_BYTES } from "./single-upload-limit";
@@ -72,7 +72,7 @@ export async function singleUpload(
     await rejectUpload(deps, pending);
     throw error;
   }
-  return register(deps, session, pending, origin);
+  return register(deps, pending, origin);
 }
 
 /** The declaration a one-request upload makes, checked as a declare's body is. */
@@ -149,27 +149,9 @@ async function storeChecked(deps: Deps, upload: Upload, body: ReadableStream<Uin
 }
 
 /** Completes the upload and inserts its file, verified, in one transaction; queues the settling. */
-async function register(
-  deps: Deps,
-  session: Session,
-  upload: Upload,
-  origin: string,
-): Promise<FileRecord> {
+async function register(deps: Deps, upload: Upload, origin: string): Promise<FileRecord> {
   const now = deps.now();
-  const file: FileRow = {
-    id: newId("fil"),
-    sessionId: session.id,
-    name: upload.name,
-    size: upload.size,
-    sha256: upload.sha256,
-    contentType: upload.contentType,
-    encoding: upload.encoding,
-    storedKey: upload.storedKey,
-    verified: true,
-    deduped: false,
-    createdAt: now,
-    expiresAt: now + deps.config.fileTtlSeconds * 1000,
-  };
+  const file = fileOfUpload(deps, upload, true, now);
   const [completed] = await deps.db.batch([
     completeUploadStatement(deps.db, upload.id, file.id, now),
     insertFileOfUploadStatement(deps.db, file, upload.id),

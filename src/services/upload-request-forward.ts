@@ -1,5 +1,4 @@
 import type { Deps } from "../deps";
-import { hexToBase64 } from "../encoding";
 import { AppError } from "../errors";
 import { partLength } from "../part-plan";
 import { s3ErrorCode } from "../storage/s3-http";
@@ -11,7 +10,7 @@ import {
   type MultipartTarget,
 } from "../storage/blob-store";
 import { multipartTarget, uploadGone, type MultipartUpload } from "./multipart-upload";
-import type { IncomingPut } from "./receive-upload";
+import { checkPutHeaders, type IncomingPut } from "./receive-upload";
 
 /** How long the store URL a part is forwarded to lives: the relay uses it at once. */
 const FORWARD_URL_TTL_MS = 5 * 60_000;
@@ -34,15 +33,7 @@ export async function forwardPart(
     throw new AppError("invalid_request", `this upload has parts 1 to ${partSha256.length}`);
   }
   const size = partLength(upload.storedSize, partSize, partNumber);
-  if (put.contentLength !== String(size)) {
-    throw new AppError("length_mismatch", `Content-Length must be ${size}`);
-  }
-  if (put.checksum !== hexToBase64(sha256Hex)) {
-    throw new AppError(
-      "checksum_mismatch",
-      "x-amz-checksum-sha256 must be the declared SHA-256 in base64",
-    );
-  }
+  checkPutHeaders(put, size, sha256Hex);
   await sendPart(deps, multipartTarget(upload), { partNumber, size, sha256Hex }, put.body, origin);
 }
 

@@ -1,6 +1,6 @@
-import { html, raw } from "hono/html";
-import { bytesToBase64 } from "../../encoding";
-import { PAGE_CSS as CSS } from "../page-style";
+import { html } from "hono/html";
+import { hashSource, pageDocument } from "../page-document";
+import { PAGE_CSS } from "../page-style";
 
 /**
  * Markup made with Hono's `html` tag: text interpolated into it is escaped, nested `html`
@@ -15,60 +15,28 @@ export function lines(fragments: Html[]): Html[] {
   return fragments.map((fragment, i) => (i === 0 ? fragment : html`\n${fragment}`));
 }
 
-let styleHash: Promise<string> | undefined;
-
-/** The CSP source for the page's one inline stylesheet: a hash, so no nonce and no 'unsafe-inline'. */
-function styleSource(): Promise<string> {
-  styleHash ??= crypto.subtle
-    .digest("SHA-256", new TextEncoder().encode(CSS))
-    .then((digest) => `'sha256-${bytesToBase64(new Uint8Array(digest))}'`);
-  return styleHash;
-}
-
 /**
  * A complete HTML page with the relay's strict headers: no script runs at all (the CSP
  * has no script source), only same-origin media, nothing can frame it.
  */
 export async function htmlPage(status: number, title: string, body: Html): Promise<Response> {
-  const csp = [
-    "default-src 'none'",
-    "img-src 'self'",
-    "media-src 'self'",
-    "frame-src 'self'",
-    "object-src 'none'",
-    `style-src ${await styleSource()}`,
-    "base-uri 'none'",
-    "form-action 'none'",
-    "frame-ancestors 'none'",
-  ].join("; ");
-  // prettier-ignore
-  const page = await html`<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="robots" content="noindex, nofollow">
-<title>${title}</title>
-<style>${raw(CSS)}</style>
-</head>
-<body>
-<main>
-${body}
-</main>
-<footer>Shared through Airlock. Links expire; download what you want to keep.</footer>
-</body>
-</html>
-`;
-  return new Response(page.toString(), {
+  return pageDocument({
     status,
-    headers: {
-      "content-type": "text/html; charset=utf-8",
-      "content-security-policy": csp,
-      "x-content-type-options": "nosniff",
-      "referrer-policy": "no-referrer",
-      "x-frame-options": "DENY",
-      "cache-control": "private, no-store",
-      vary: "Accept",
-    },
+    title,
+    body: String(await body),
+    footer: "Shared through Airlock. Links expire; download what you want to keep.",
+    styles: [PAGE_CSS],
+    csp: [
+      "default-src 'none'",
+      "img-src 'self'",
+      "media-src 'self'",
+      "frame-src 'self'",
+      "object-src 'none'",
+      `style-src ${await hashSource(PAGE_CSS)}`,
+      "base-uri 'none'",
+      "form-action 'none'",
+      "frame-ancestors 'none'",
+    ],
+    headers: { vary: "Accept" },
   });
 }
