@@ -1,6 +1,7 @@
 /**
  * `npm run bench:exec` (= `node scripts/run-ts.mjs bench/exec-transport.bench.ts [--runs <n>]`):
- * the SDK's exec transport over a real SSH hop (a throwaway sshd on 127.0.0.1, one
+ * the SDK's exec transport (local files: `pushLocalFile`, `collectToLocalFile`; the streamed
+ * path a relay file takes shown beside them) over a real SSH hop (a throwaway sshd on 127.0.0.1, one
  * ControlMaster connection shared by every method) against the way agent frameworks move
  * files (chunked `printf` of base64, 60,000 characters a command; a one-shot `base64` read)
  * and against `scp` over the same ControlMaster. 16 MiB of random bytes and of text. Each
@@ -16,7 +17,14 @@ import { join } from "node:path";
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { parseArgs } from "node:util";
-import { collectStream, pushStream, sshExec, type ExecAdapter } from "../sdk/src/node";
+import {
+  collectStream,
+  collectToLocalFile,
+  pushLocalFile,
+  pushStream,
+  sshExec,
+  type ExecAdapter,
+} from "../sdk/src/node";
 import { startSshd, type TestSshd } from "../test/sdk/sshd";
 
 const MiB = 1024 * 1024;
@@ -102,7 +110,12 @@ const SCP_LEGACY = "scp -O (legacy protocol, a remote scp process)";
 type Method = (hop: Hop, local: string, sandbox: string, sum: string) => Promise<string | void>;
 
 const PUSH: Record<string, Method> = {
-  async "exec transport (pushStream)"(hop, local, sandbox, sum) {
+  async "exec transport (pushLocalFile)"(hop, local, sandbox) {
+    const pushed = await pushLocalFile(hop.exec, local, sandbox, { overwrite: true });
+    return pushed.transfer;
+  },
+  /** The bytes through this process, as a push of a relay file streams them. */
+  async "exec transport, streamed (pushStream)"(hop, local, sandbox, sum) {
     const source = Readable.toWeb(createReadStream(local)) as ReadableStream<Uint8Array>;
     const pushed = await pushStream(hop.exec, source, sandbox, {
       sha256: sum,
@@ -148,7 +161,12 @@ const PUSH: Record<string, Method> = {
 };
 
 const COLLECT: Record<string, Method> = {
-  async "exec transport (collectStream)"(hop, local, sandbox) {
+  async "exec transport (collectToLocalFile)"(hop, local, sandbox) {
+    const collected = await collectToLocalFile(hop.exec, sandbox, local);
+    return collected.transfer;
+  },
+  /** The bytes through this process, as a collect into the relay streams them. */
+  async "exec transport, streamed (collectStream)"(hop, local, sandbox) {
     const collected = await collectStream(hop.exec, sandbox);
     await pipeline(
       Readable.fromWeb(collected.stream as import("node:stream/web").ReadableStream),

@@ -143,7 +143,7 @@ export async function downloadToDir(
 }
 
 /** A temp file's path beside `name` in `dir`; the name is cut so that the temp name stays short. */
-function tempNear(dir: string, name: string): string {
+export function tempNear(dir: string, name: string): string {
   return join(dir, `.${truncateUtf8(name, 100)}.${randomBytes(6).toString("hex")}.airlock-part`);
 }
 

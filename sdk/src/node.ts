@@ -50,7 +50,14 @@ export {
   type FileSource,
 } from "./node-files.js";
 export { cleanFileName } from "../../src/names.js";
-export { spawnCli, type ExecAdapter, type ExecExit, type ExecRun } from "./exec/exec.js";
+export {
+  spawnCli,
+  spawnCliWithFiles,
+  type ExecAdapter,
+  type ExecExit,
+  type ExecRun,
+  type LocalFiles,
+} from "./exec/exec.js";
 export {
   dockerExec,
   kubectlExec,
@@ -62,6 +69,12 @@ export {
 } from "./exec/adapters.js";
 export { pushStream, type PushOptions, type PushResult, type PushSource } from "./exec/push.js";
 export { collectStream, type CollectedStream, type CollectOptions } from "./exec/collect.js";
+export {
+  collectToLocalFile,
+  pushLocalFile,
+  type CollectedFile,
+  type PushLocalOptions,
+} from "./exec/local-files.js";
 export type { CollectFileOptions, PushedFile, PushFileOptions } from "./exec/relay-bridge.js";
 
 /** Options for seeding from a path: the name defaults to the file's base name. */

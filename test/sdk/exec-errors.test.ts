@@ -5,7 +5,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   AirlockClient,
   AirlockError,
+  collectToLocalFile,
   dockerExec,
+  pushLocalFile,
   pushStream,
   spawnCli,
   sshExec,
@@ -247,6 +249,32 @@ describe("exec transport refusals", () => {
       await standIns.configure({});
     }
     expect(await readdir(dir)).toEqual([]);
+  });
+
+  it("transfer_mismatch: local files whose bytes changed on the way, either way, leave nothing", async () => {
+    const dir = await freshDir("mismatch-local-");
+    const local = join(dir, "local.bin");
+    await writeFile(local, RANDOM);
+    const target = join(dir, "sandbox.bin");
+    const exec = dockerExec("box");
+    await standIns.configure({ flip: { stream: "stdin", at: FLIP_AT } });
+    try {
+      expect(await refusal(pushLocalFile(exec, local, target, { compress: "never" }))).toEqual({
+        code: "transfer_mismatch",
+        message: `push to ${target} in docker exec box: SHA-256 mismatch: received ${sha256(flipped(RANDOM, FLIP_AT))}, expected ${sha256(RANDOM)}; nothing was kept`,
+      });
+      expect(await readdir(dir)).toEqual(["local.bin"]);
+      await standIns.configure({ flip: { stream: "stdout", at: FLIP_AT } });
+      const back = join(dir, "back.bin");
+      // No header on stdout here: the bytes start at offset 0.
+      expect(await refusal(collectToLocalFile(exec, local, back, { compress: "never" }))).toEqual({
+        code: "transfer_mismatch",
+        message: `collect of ${local} from docker exec box: received ${RANDOM.byteLength} bytes with SHA-256 ${sha256(flipped(RANDOM, FLIP_AT))}, but the sandbox read ${RANDOM.byteLength} bytes with SHA-256 ${sha256(RANDOM)}; nothing was kept`,
+      });
+      expect(await readdir(dir)).toEqual(["local.bin"]);
+    } finally {
+      await standIns.configure({});
+    }
   });
 
   it("transfer_mismatch: a push the sandbox could not write to disk keeps nothing", async () => {

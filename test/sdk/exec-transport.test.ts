@@ -6,8 +6,10 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   AirlockClient,
   AirlockError,
+  collectToLocalFile,
   dockerExec,
   kubectlExec,
+  pushLocalFile,
   sshExec,
   type ExecAdapter,
 } from "../../sdk/src/node";
@@ -88,6 +90,49 @@ function roundTrips(name: string, adapter: () => ExecAdapter, workDir: () => str
           {},
         );
         expect(link.status).toBe(201);
+      },
+    );
+
+    it.each([
+      ["random", RANDOM, "auto", "identity"],
+      ["text", TEXT, "always", "gzip"],
+    ] as const)(
+      "pushes a local file and collects one onto local disk, 3 MiB of %s, byte-exact",
+      async (kind, bytes, compress, transfer) => {
+        const exec = adapter();
+        const dir = await mkdtemp(workDir(), `local-${kind}-`);
+        const local = join(dir, "local.bin");
+        await writeFile(local, bytes);
+        const target = join(dir, "in-sandbox.bin");
+        const pushed = await pushLocalFile(exec, local, target, { compress });
+        expect(pushed).toEqual({
+          path: target,
+          size: bytes.byteLength,
+          sha256: sha256(bytes),
+          transfer,
+        });
+        expect(sha256(await readFile(target))).toBe(sha256(bytes));
+
+        const back = join(dir, "back.bin");
+        const collected = await collectToLocalFile(exec, target, back, { compress });
+        expect(collected).toEqual({
+          path: back,
+          size: bytes.byteLength,
+          sha256: sha256(bytes),
+          transfer,
+        });
+        expect(sha256(await readFile(back))).toBe(sha256(bytes));
+        expect(await leftovers(dir, ["local.bin", "in-sandbox.bin", "back.bin"])).toEqual([]);
+
+        const refused = await rejectionOf<AirlockError>(pushLocalFile(exec, local, target));
+        expect(refused.code).toBe("target_exists");
+        const missing = join(dir, "not-there.bin");
+        const unreadable = await rejectionOf<AirlockError>(
+          collectToLocalFile(exec, missing, join(dir, "never.bin")),
+        );
+        expect(unreadable.code).toBe("sandbox_file_unreadable");
+        expect(unreadable.message).toContain(`not a regular file: ${missing}`);
+        expect(await leftovers(dir, ["local.bin", "in-sandbox.bin", "back.bin"])).toEqual([]);
       },
     );
 
@@ -222,6 +267,35 @@ describe("the docker and kubectl adapters against stand-in CLIs", () => {
     expect(push.argv.join(" ").length).toBeLessThan(16 * 1024);
     expect(sha256(gunzipSync(push.stdin))).toBe(sha256(TEXT));
     expect(push.stdin.byteLength).toBeLessThan(TEXT.byteLength / 4);
+  });
+
+  it("hands docker a local file as its stdin and its stdout: the same argv, the bytes exact", async () => {
+    await standIns.configure({});
+    await standIns.clear();
+    const dir = await mkdtemp(suite.dir, "fd-");
+    const local = join(dir, "local.bin");
+    await writeFile(local, RANDOM);
+    const exec = dockerExec("box");
+    await pushLocalFile(exec, local, join(dir, "pushed.bin"), { compress: "never" });
+    await collectToLocalFile(exec, join(dir, "pushed.bin"), join(dir, "back.bin"), {
+      compress: "never",
+    });
+    const calls = await recorded();
+    // The probe for the sandbox's tools, the push, the collect.
+    expect(calls.map((call) => call.argv.slice(0, 5))).toEqual(
+      Array(3).fill(["exec", "-i", "box", "sh", "-c"]),
+    );
+    const [, push, collect] = calls as [StandInCall, StandInCall, StandInCall];
+    expect(push.argv.slice(6, 8)).toEqual(["airlock-push", join(dir, "pushed.bin")]);
+    expect(sha256(push.stdin)).toBe(sha256(RANDOM));
+    expect(collect.argv.slice(6)).toEqual([
+      "airlock-collect",
+      join(dir, "pushed.bin"),
+      "never",
+      "raw",
+    ]);
+    expect(collect.stdin.byteLength).toBe(0);
+    expect(sha256(await readFile(join(dir, "back.bin")))).toBe(sha256(RANDOM));
   });
 
   it("runs kubectl exec -i -n <ns> -c <container> <pod> -- sh -c …", async () => {

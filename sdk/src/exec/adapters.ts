@@ -2,7 +2,20 @@
  * Ready exec adapters: `docker exec -i`, `ssh` over a ControlMaster socket, `kubectl exec -i`.
  * Each spawns the CLI with `node:child_process`; the CLI must be on the host's PATH.
  */
-import { spawnCli, type ExecAdapter } from "./exec.js";
+import { spawnCli, spawnCliWithFiles, type ExecAdapter } from "./exec.js";
+
+/** An adapter that runs `command` with `argsFor(argv)`, streaming or with local files. */
+function cliAdapter(
+  label: string,
+  command: string,
+  argsFor: (argv: readonly string[]) => string[],
+): ExecAdapter {
+  return {
+    label,
+    run: (argv, stdin) => spawnCli(command, argsFor(argv), stdin),
+    runWithFiles: (argv, files) => spawnCliWithFiles(command, argsFor(argv), files),
+  };
+}
 
 /** Quotes one word for a POSIX shell: `'…'`, with `'` as `'\''`. */
 export function shellQuote(word: string): string {
@@ -32,10 +45,13 @@ export function dockerExec(container: string, options: DockerExecOptions = {}): 
     ...(options.user !== undefined ? ["--user", options.user] : []),
     ...(options.workdir !== undefined ? ["--workdir", options.workdir] : []),
   ];
-  return {
-    label: `${command} exec ${container}`,
-    run: (argv, stdin) => spawnCli(command, ["exec", "-i", ...flags, container, ...argv], stdin),
-  };
+  return cliAdapter(`${command} exec ${container}`, command, (argv) => [
+    "exec",
+    "-i",
+    ...flags,
+    container,
+    ...argv,
+  ]);
 }
 
 /** Options for {@link kubectlExec}. */
@@ -60,11 +76,14 @@ export function kubectlExec(options: KubectlExecOptions): ExecAdapter {
     ...(options.container !== undefined ? ["-c", options.container] : []),
   ];
   const where = options.namespace ? `${options.namespace}/${options.pod}` : options.pod;
-  return {
-    label: `${command} exec ${where}`,
-    run: (argv, stdin) =>
-      spawnCli(command, ["exec", "-i", ...flags, options.pod, "--", ...argv], stdin),
-  };
+  return cliAdapter(`${command} exec ${where}`, command, (argv) => [
+    "exec",
+    "-i",
+    ...flags,
+    options.pod,
+    "--",
+    ...argv,
+  ]);
 }
 
 /** Options for {@link sshExec}. */
@@ -118,8 +137,5 @@ export function sshExec(options: SshExecOptions): ExecAdapter {
     target,
     "--",
   ];
-  return {
-    label: `ssh ${target}`,
-    run: (argv, stdin) => spawnCli(command, [...args, argv.map(shellQuote).join(" ")], stdin),
-  };
+  return cliAdapter(`ssh ${target}`, command, (argv) => [...args, argv.map(shellQuote).join(" ")]);
 }

@@ -6,7 +6,7 @@
  */
 import { createHash } from "node:crypto";
 import { execError, type AirlockError } from "../errors.js";
-import type { ExecAdapter } from "./exec.js";
+import type { ExecAdapter, ExecExit } from "./exec.js";
 import { execFailure, withHasher } from "./probe.js";
 import { gzipMayPay, recordRate } from "./rates.js";
 import { COLLECT_MAGIC, COLLECT_TRAILER, EXIT, collectScript } from "./sandbox-scripts.js";
@@ -34,6 +34,8 @@ export interface CollectedStream {
   stream: ReadableStream<Uint8Array>;
   /** The error `stream` ended with, if it did. */
   failure(): AirlockError | undefined;
+  /** The bytes' SHA-256, checked against the sandbox's, once `stream` has ended intact. */
+  sha256(): string | undefined;
 }
 
 const MAX_HEADER = 512;
@@ -44,15 +46,9 @@ export async function collectStream(
   path: string,
   options: CollectOptions = {},
 ): Promise<CollectedStream> {
-  if (typeof path !== "string" || path === "" || path.includes("\0"))
-    throw new TypeError("Airlock: collect needs a sandbox path");
+  checkCollectPath(path);
   const commands = await withHasher(exec);
-  const compress =
-    options.compress === "never" || options.compress === "always"
-      ? options.compress
-      : gzipMayPay(exec, "collect")
-        ? "auto"
-        : "never";
+  const compress = collectCompression(exec, options);
   const started = performance.now();
   const run = exec.run(
     ["sh", "-c", collectScript(commands), "airlock-collect", path, compress],
@@ -76,11 +72,10 @@ export async function collectStream(
   if (!match) {
     await reader.cancel().catch(() => undefined);
     const exit = await run.exit;
-    throw execFailure(
+    throw collectFailure(
       exec,
-      `collect of ${path}`,
+      path,
       exit.code === 0 ? { code: 0, stderr: "its answer did not start with the header" } : exit,
-      exit.code === EXIT.notFile ? "sandbox_file_unreadable" : "exec_failed",
     );
   }
   const [, sizeText = ""] = match;
@@ -99,11 +94,8 @@ export async function collectStream(
     return value;
   };
   let failed: AirlockError | undefined;
-  const mismatch = (message: string) =>
-    (failed = execError(
-      "transfer_mismatch",
-      `collect of ${path} from ${exec.label}: ${message}; nothing was kept`,
-    ));
+  let verified: string | undefined;
+  const mismatch = (message: string) => (failed = collectMismatch(exec, path, message));
   const read = encoding === "gzip" ? inflate(next, () => reader.cancel(), mismatch) : next;
   const hash = createHash("sha256");
   let received = 0;
@@ -114,14 +106,9 @@ export async function collectStream(
     const exit = await run.exit;
     if (exit.code !== 0) return (failed = execFailure(exec, `collect of ${path}`, exit));
     const got = hash.digest("hex");
-    const trailer = new RegExp(`${COLLECT_TRAILER} ([0-9a-f]{64})\\b[^\\n]*\\s*$`).exec(
-      exit.stderr,
-    );
-    const sha256 = trailer?.[1] ?? "(none)";
-    if (received !== size || got !== sha256)
-      return mismatch(
-        `received ${received} bytes with SHA-256 ${got}, but the sandbox read ${size} bytes with SHA-256 ${sha256}`,
-      );
+    const problem = receivedProblem(exit.stderr, size, { size: received, sha256: got });
+    if (problem) return mismatch(problem);
+    verified = got;
     recordRate(exec, "collect", encoding, size, performance.now() - started);
     return undefined;
   };
@@ -154,7 +141,50 @@ export async function collectStream(
     transfer: encoding,
     stream: checked,
     failure: () => failed,
+    sha256: () => verified,
   };
+}
+
+export function checkCollectPath(path: string): void {
+  if (typeof path !== "string" || path === "" || path.includes("\0"))
+    throw new TypeError("Airlock: collect needs a sandbox path");
+}
+
+/** The COMPRESS argument of the collect script for these options on this adapter. */
+export function collectCompression(
+  exec: ExecAdapter,
+  options: CollectOptions,
+): "auto" | "always" | "never" {
+  if (options.compress === "never" || options.compress === "always") return options.compress;
+  return gzipMayPay(exec, "collect") ? "auto" : "never";
+}
+
+/** A collect command that failed (a file the sandbox could not read has its own code). */
+export function collectFailure(exec: ExecAdapter, path: string, exit: ExecExit): AirlockError {
+  const code = exit.code === EXIT.notFile ? "sandbox_file_unreadable" : "exec_failed";
+  return execFailure(exec, `collect of ${path}`, exit, code);
+}
+
+export function collectMismatch(exec: ExecAdapter, path: string, message: string): AirlockError {
+  return execError(
+    "transfer_mismatch",
+    `collect of ${path} from ${exec.label}: ${message}; nothing was kept`,
+  );
+}
+
+/**
+ * Why what arrived is not the file the sandbox read (its size from the header, its SHA-256
+ * from the last line of stderr), or undefined when it is.
+ */
+export function receivedProblem(
+  stderr: string,
+  size: number,
+  received: { size: number; sha256: string },
+): string | undefined {
+  const trailer = new RegExp(`${COLLECT_TRAILER} ([0-9a-f]{64})\\b[^\\n]*\\s*$`).exec(stderr);
+  const sha256 = trailer?.[1] ?? "(none)";
+  if (received.size === size && received.sha256 === sha256) return undefined;
+  return `received ${received.size} bytes with SHA-256 ${received.sha256}, but the sandbox read ${size} bytes with SHA-256 ${sha256}`;
 }
 
 /** Inflates gzip; damaged compressed bytes end the stream with `mismatch`'s error. */

@@ -3,7 +3,7 @@
  * exit code. The adapters (`dockerExec`, `sshExec`, `kubectlExec`) spawn the usual CLI; any
  * other channel (a cloud sandbox's own exec API) fits by implementing {@link ExecAdapter}.
  */
-import { spawn } from "node:child_process";
+import { spawn, type ChildProcess, type StdioOptions } from "node:child_process";
 import { Readable } from "node:stream";
 import { execError } from "../errors.js";
 
@@ -43,9 +43,29 @@ export interface ExecAdapter {
    * names one), feeding it `stdin` (or an empty stdin for `null`).
    */
   run(argv: readonly string[], stdin: ReadableStream<Uint8Array> | null): ExecRun;
+  /**
+   * Optional: runs `argv` with open local files as its stdin and/or stdout (file descriptors,
+   * handed straight to the CLI), so that the bytes never pass through this process: a push
+   * or collect of a local file then costs what the CLI alone costs. The caller opens and
+   * closes the files; a stdin left out is empty, a stdout left out comes back as text (its
+   * first 64 KiB).
+   */
+  runWithFiles?(
+    argv: readonly string[],
+    files: LocalFiles,
+  ): Promise<ExecExit & { stdout?: string }>;
+}
+
+/** Open local files for {@link ExecAdapter.runWithFiles}. */
+export interface LocalFiles {
+  /** Read from its current offset to its end as the command's stdin. */
+  stdin?: number;
+  /** The command's stdout is written to it. */
+  stdout?: number;
 }
 
 const STDERR_KEEP = 8 * 1024;
+const SMALL_STDOUT = 64 * 1024;
 
 /**
  * Runs a local CLI (`docker`, `ssh`, `kubectl`) that relays argv and stdio to the sandbox.
@@ -56,23 +76,54 @@ export function spawnCli(
   args: readonly string[],
   stdin: ReadableStream<Uint8Array> | null,
 ): ExecRun {
-  const child = spawn(command, args, { stdio: ["pipe", "pipe", "pipe"] });
-  let stderr = "";
-  child.stderr.setEncoding("utf8");
-  child.stderr.on("data", (text: string) => {
-    stderr = (stderr + text).slice(-STDERR_KEEP);
-  });
+  const { child, exit } = spawned(command, args, ["pipe", "pipe", "pipe"]);
+  const childIn = child.stdin!;
   // A command that exits before reading all of its stdin closes the pipe: its exit code says why.
-  child.stdin.on("error", () => undefined);
+  childIn.on("error", () => undefined);
   if (stdin) {
     // Node's own pipe: fewer promise hops per chunk than a web pipe into Writable.toWeb.
     const source = Readable.fromWeb(stdin as import("node:stream/web").ReadableStream<Uint8Array>);
-    source.on("error", () => child.stdin.destroy()).pipe(child.stdin);
+    source.on("error", () => childIn.destroy()).pipe(childIn);
     // A command that is gone (or never ran) reads no more: cancel the source (e.g. a download).
-    child.stdin.once("close", () => source.destroy());
+    childIn.once("close", () => source.destroy());
   } else {
-    child.stdin.end();
+    childIn.end();
   }
+  const stdout = Readable.toWeb(child.stdout!) as ReadableStream<Uint8Array>;
+  return { stdout, exit };
+}
+
+/** {@link spawnCli} with local files as the CLI's stdin and stdout (see `runWithFiles`). */
+export async function spawnCliWithFiles(
+  command: string,
+  args: readonly string[],
+  files: LocalFiles,
+): Promise<ExecExit & { stdout?: string }> {
+  const { child, exit } = spawned(command, args, [
+    files.stdin ?? "ignore",
+    files.stdout ?? "pipe",
+    "pipe",
+  ]);
+  if (files.stdout !== undefined) return exit;
+  let stdout = "";
+  child.stdout!.setEncoding("utf8");
+  child.stdout!.on("data", (text: string) => {
+    if (stdout.length < SMALL_STDOUT) stdout += text;
+  });
+  return { ...(await exit), stdout };
+}
+
+function spawned(
+  command: string,
+  args: readonly string[],
+  stdio: StdioOptions,
+): { child: ChildProcess; exit: Promise<ExecExit> } {
+  const child = spawn(command, args, { stdio });
+  let stderr = "";
+  child.stderr!.setEncoding("utf8");
+  child.stderr!.on("data", (text: string) => {
+    stderr = (stderr + text).slice(-STDERR_KEEP);
+  });
   const exit = new Promise<ExecExit>((resolve, reject) => {
     child.once("error", (error) =>
       reject(execError("exec_unavailable", `could not run ${command}: ${error.message}`, error)),
@@ -83,8 +134,7 @@ export function spawnCli(
     });
   });
   exit.catch(() => undefined);
-  const stdout = Readable.toWeb(child.stdout) as ReadableStream<Uint8Array>;
-  return { stdout, exit };
+  return { child, exit };
 }
 
 function signalNumber(signal: NodeJS.Signals): number | undefined {

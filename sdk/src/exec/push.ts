@@ -7,7 +7,7 @@ import { randomBytes } from "node:crypto";
 import { Readable, pipeline } from "node:stream";
 import { createGzip, deflateRawSync } from "node:zlib";
 import { execError, type AirlockError, type ExecErrorCode } from "../errors.js";
-import type { ExecAdapter } from "./exec.js";
+import type { ExecAdapter, ExecExit } from "./exec.js";
 import { execFailure, runSmall, withHasher } from "./probe.js";
 import { gzipMayPay, recordRate } from "./rates.js";
 import {
@@ -96,47 +96,77 @@ async function push(
   path: string,
   options: PushSource,
 ): Promise<PushResult> {
-  checkPath(path);
-  const sha256 = options.sha256?.toLowerCase();
-  if (!/^[0-9a-f]{64}$/.test(sha256 ?? ""))
-    throw new TypeError("Airlock: a push needs the bytes' sha256 (64 hex digits)");
-  if (!Number.isSafeInteger(options.size) || options.size < 0)
-    throw new TypeError("Airlock: a push needs the bytes' exact size");
+  const sha256 = checkPush(path, options);
   if (exec.stdin === false) refuseTooLargeForBase64(exec, path, options);
   const commands = await withHasher(exec);
-  const mode = options.readonly ? "0444" : "";
-  const replace = options.overwrite ? "1" : "0";
-  const rand = randomBytes(6).toString("hex");
   if (exec.stdin === false)
     return pushChunked(exec, commands, source, path, {
       sha256,
-      mode,
-      replace,
-      rand,
+      mode: options.readonly ? "0444" : "",
+      replace: options.overwrite ? "1" : "0",
+      rand: randomBytes(6).toString("hex"),
       size: options.size,
     });
 
   const canGzip =
     commands.inflate !== undefined && (options.compress === "always" || gzipMayPay(exec, "push"));
   const { stream, gzip } = await maybeGzip(source, options, canGzip);
+  const encoding = gzip ? "gzip" : "identity";
   const started = performance.now();
-  const argv = [
+  const exit = await runSmall(
+    exec,
+    pushArgv(commands, path, { ...options, sha256 }, encoding),
+    stream,
+  );
+  return pushed(exec, path, { ...options, sha256 }, encoding, exit, started);
+}
+
+/** Checks a push's arguments; returns its SHA-256 in lowercase. */
+export function checkPush(path: string, options: PushSource): string {
+  checkPath(path);
+  const sha256 = options.sha256?.toLowerCase();
+  if (!/^[0-9a-f]{64}$/.test(sha256 ?? ""))
+    throw new TypeError("Airlock: a push needs the bytes' sha256 (64 hex digits)");
+  if (!Number.isSafeInteger(options.size) || options.size < 0)
+    throw new TypeError("Airlock: a push needs the bytes' exact size");
+  return sha256;
+}
+
+/** The sandbox command that takes the bytes on stdin, checks and places them. */
+export function pushArgv(
+  commands: SandboxCommands & { sha256: string },
+  path: string,
+  options: PushSource,
+  encoding: "identity" | "gzip",
+): string[] {
+  return [
     "sh",
     "-c",
     pushScript(commands),
     "airlock-push",
     path,
-    sha256,
-    replace,
-    mode,
-    rand,
-    gzip ? "gzip" : "identity",
+    options.sha256,
+    options.overwrite ? "1" : "0",
+    options.readonly ? "0444" : "",
+    randomBytes(6).toString("hex"),
+    encoding,
     String(options.size),
   ];
-  const exit = await runSmall(exec, argv, stream);
-  if (exit.code !== 0 || exit.stdout.trim() !== "ok") throw pushFailure(exec, path, exit);
-  recordRate(exec, "push", gzip ? "gzip" : "identity", options.size, performance.now() - started);
-  return { path, size: options.size, sha256, transfer: gzip ? "gzip" : "identity" };
+}
+
+/** The result of a push command that ended with `exit`, or its refusal. */
+export function pushed(
+  exec: ExecAdapter,
+  path: string,
+  options: PushSource,
+  encoding: "identity" | "gzip",
+  exit: ExecExit & { stdout?: string },
+  started: number,
+): PushResult {
+  if (exit.code !== 0 || (exit.stdout !== undefined && exit.stdout.trim() !== "ok"))
+    throw pushFailure(exec, path, exit);
+  recordRate(exec, "push", encoding, options.size, performance.now() - started);
+  return { path, size: options.size, sha256: options.sha256, transfer: encoding };
 }
 
 function refuseTooLargeForBase64(exec: ExecAdapter, path: string, options: PushSource): void {
@@ -164,6 +194,14 @@ function pushFailure(
   return execFailure(exec, `push to ${path}`, exit, PUSH_EXIT_CODES[exit.code] ?? "exec_failed");
 }
 
+/** Whether the first 64 KiB of `sample` shrink by 10 % or more under gzip -1. */
+export function gzipPays(sample: Uint8Array): boolean {
+  return (
+    sample.byteLength >= SAMPLE_BYTES &&
+    deflateRawSync(sample, { level: 1 }).byteLength * 10 <= SAMPLE_BYTES * 9
+  );
+}
+
 /** Decides on gzip from the first 64 KiB (read ahead, then put back). */
 async function maybeGzip(
   source: ReadableStream<Uint8Array>,
@@ -188,9 +226,7 @@ async function maybeGzip(
     headBytes += value.byteLength;
   }
   const sample = Buffer.concat(head).subarray(0, SAMPLE_BYTES);
-  const gzip =
-    headBytes >= SAMPLE_BYTES &&
-    deflateRawSync(sample, { level: 1 }).byteLength * 10 <= sample.byteLength * 9;
+  const gzip = gzipPays(sample);
   const whole = new ReadableStream<Uint8Array>(
     {
       async pull(controller) {

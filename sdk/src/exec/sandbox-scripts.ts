@@ -218,11 +218,13 @@ export const COLLECT_MAGIC = "airlock-collect 2";
 export const COLLECT_TRAILER = "airlock-sha256";
 
 /**
- * `sh -c COLLECT airlock-collect SRC COMPRESS`: prints {@link COLLECT_MAGIC}'s line with the
+ * `sh -c COLLECT airlock-collect SRC COMPRESS [raw]`: prints {@link COLLECT_MAGIC}'s line with the
  * file's size, then its bytes — gzipped when COMPRESS is `always`, or `auto` and its first
  * 64 KiB shrink by 10 % or more — and last, on stderr, {@link COLLECT_TRAILER}'s line with the
  * file's SHA-256, hashed by a second reader while the first sends (the bytes start at once;
- * a file changed meanwhile no longer matches what was sent, and is refused).
+ * a file changed meanwhile no longer matches what was sent, and is refused). With `raw` the
+ * header line goes to stderr too, so that stdout is the file's bytes alone (for a local file
+ * as stdout: COMPRESS is then `never`).
  */
 export function collectScript(commands: SandboxCommands & { sha256: string }): string {
   const deflate = commands.deflate;
@@ -245,7 +247,8 @@ if [ "$2" = auto ] && [ "$size" -gt 65536 ]; then
 fi`
     : ""
 }
-printf "${COLLECT_MAGIC} %s %s\\n" "$size" "$enc"
+if [ "$3" = raw ]; then printf "${COLLECT_MAGIC} %s %s\\n" "$size" "$enc" >&2
+else printf "${COLLECT_MAGIC} %s %s\\n" "$size" "$enc"; fi
 { printf "${COLLECT_TRAILER} " >&2; airlock_sha256 < "$src" >&2; } &
 airlock_send < "$src"
 wait`;
