@@ -104,24 +104,15 @@ function roundTrips(name: string, adapter: () => ExecAdapter, workDir: () => str
         const local = join(dir, "local.bin");
         await writeFile(local, bytes);
         const target = join(dir, "in-sandbox.bin");
+        const moved = async (path: string) => {
+          expect(sha256(await readFile(path))).toBe(sha256(bytes));
+          return { path, size: bytes.byteLength, sha256: sha256(bytes), transfer };
+        };
         const pushed = await pushLocalFile(exec, local, target, { compress });
-        expect(pushed).toEqual({
-          path: target,
-          size: bytes.byteLength,
-          sha256: sha256(bytes),
-          transfer,
-        });
-        expect(sha256(await readFile(target))).toBe(sha256(bytes));
-
+        expect(pushed).toEqual(await moved(target));
         const back = join(dir, "back.bin");
         const collected = await collectToLocalFile(exec, target, back, { compress });
-        expect(collected).toEqual({
-          path: back,
-          size: bytes.byteLength,
-          sha256: sha256(bytes),
-          transfer,
-        });
-        expect(sha256(await readFile(back))).toBe(sha256(bytes));
+        expect(collected).toEqual(await moved(back));
         expect(await leftovers(dir, ["local.bin", "in-sandbox.bin", "back.bin"])).toEqual([]);
 
         const refused = await rejectionOf<AirlockError>(pushLocalFile(exec, local, target));
