@@ -2025,9 +2025,14 @@ def open_following(url, headers):
         target = urljoin(url, location)
         if urlsplit(target).scheme not in ("http", "https"):
             raise CliError("refusing a redirect to %s" % urlsplit(target).scheme)
-        if urlsplit(target).netloc != urlsplit(url).netloc:
+        if url_origin(target) != url_origin(url):
             headers = dict((k, v) for k, v in headers.items() if k.lower() == "range")
         url = target
+
+
+def url_origin(url):
+    parts = urlsplit(url)
+    return (parts.scheme.lower(), parts.netloc.lower())
 
 
 def keep_temp(temp, directory, name, numbered):

@@ -238,13 +238,14 @@ setup() {
   printf 'authorization: Bearer %s\n' "$token" >"$WORK/auth" || die "cannot write to $WORK"
 }
 
-# http <method> <url> <body file> [curl args...]: sets STATUS; fails only when no answer came.
+# http <method> <url> <body file> [curl args...]: sets STATUS; fails only when no answer came. An
+# empty <url> leaves it to the curl args (a -K file).
 http() {
   _method=$1 _url=$2 _out=$3
   shift 3
   # shellcheck disable=SC2086 # RETRY is a list of options
   STATUS=$(curl -sS $RETRY -X "$_method" -A "airlock-shim-sh/$VERSION" -o "$_out" \
-    -w '%{http_code}' "$@" "$_url" 2>"$WORK/curl.err")
+    -w '%{http_code}' "$@" ${_url:+"$_url"} 2>"$WORK/curl.err")
   _rc=$?
   if [ "$_rc" -ne 0 ] || [ -z "$STATUS" ] || [ "$STATUS" = 000 ]; then
     CURL_ERROR=$(sed -n '$p' "$WORK/curl.err" | sed 's/^curl: ([0-9]*) //')
@@ -263,6 +264,26 @@ relay() {
     die "$_what failed: relay unreachable at $RELAY ($CURL_ERROR) after $attempts attempt(s)"
   fi
   json_flatten <"$BODY" >"$FLAT" 2>/dev/null || : >"$FLAT"
+}
+
+# download <relay url> <out file>: GETs a file's bytes; sets STATUS, and FROM to who answered
+# (relay or store). An s3 relay answers 307 to a short-lived presigned URL of the store: that is
+# fetched without the token, which goes to the relay only (a store also refuses a presigned URL
+# that carries one). Fails only when no answer came.
+download() {
+  FROM=relay
+  http GET "$1" "$2" -H @"$WORK/auth" -D "$WORK/head" || return 1
+  case $STATUS in 301 | 302 | 303 | 307 | 308) ;; *) return 0 ;; esac
+  _location=$(tr -d '\r' <"$WORK/head" | sed -n 's/^[Ll][Oo][Cc][Aa][Tt][Ii][Oo][Nn]:[[:space:]]*//p' | sed -n '$p')
+  case $_location in
+    http://?* | https://?*) ;;
+    *) return 0 ;; # Not a store URL: the redirect is the answer (a refusal).
+  esac
+  FROM=store
+  # The URL goes to curl through a file, as the token does: for its few seconds it is a credential.
+  printf 'url = "%s"\n' "$(printf '%s' "$_location" | sed 's/[\\"]/\\&/g')" >"$WORK/store-url" ||
+    die "cannot write to $WORK"
+  http GET "" "$2" -K "$WORK/store-url"
 }
 
 # refusal <what> <body file>: the one-line reason of a refused request.
@@ -562,7 +583,7 @@ pull_item() {
   esac
 
   PARTIAL=$(mktemp "$dir/.airlock-pull.XXXXXX") || die "cannot write into $dir"
-  if ! http GET "$RELAY/v1/files/$file_id/content" "$PARTIAL" -H @"$WORK/auth"; then
+  if ! download "$RELAY/v1/files/$file_id/content" "$PARTIAL"; then
     drop_partial
     # Out of reach for this file alone, or for everything? The inbox answers that (or dies).
     relay GET /v1/inbox "listing the inbox"
@@ -570,7 +591,7 @@ pull_item() {
     return 1
   fi
   if [ "$STATUS" != 200 ]; then
-    warn "could not pull $which, it stays in the inbox: $(refusal "relay refused the download" "$PARTIAL")"
+    warn "could not pull $which, it stays in the inbox: $(refusal "$FROM refused the download" "$PARTIAL")"
     drop_partial
     return 1
   fi

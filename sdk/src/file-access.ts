@@ -36,6 +36,8 @@ export abstract class FileAccess {
   /**
    * The file's original bytes, as a streaming `Response` (read `.body`, or `.arrayBuffer()`
    * for small files). Its `Content-Length` is the file's size and its `ETag` the quoted SHA-256.
+   * On an s3 relay the bytes come straight from the store, through a short-lived URL the relay
+   * redirects to (the token is not sent there).
    */
   async download(fileId: string, options: DownloadOptions = {}): Promise<Response> {
     const headers: Record<string, string> = { accept: "*/*" };

@@ -51,6 +51,10 @@ export interface Call {
   signal?: AbortSignal | undefined;
 }
 
+/** Redirects a GET follows at most (an s3 relay sends a download to the store: one). */
+const MAX_REDIRECTS = 3;
+const REDIRECTS = new Set([301, 302, 303, 307, 308]);
+
 const MAX_BACKOFF_MS = 5_000;
 const MAX_RETRY_AFTER_MS = 30_000;
 
@@ -88,7 +92,10 @@ export class Transport {
     for (let attempt = 0; ; attempt++) {
       let response: Response;
       try {
-        response = await this.fetchImpl(url, requestInit(call));
+        response =
+          call.method === "GET"
+            ? await this.getFollowing(url, call)
+            : await this.fetchImpl(url, requestInit(call));
       } catch (error) {
         if (call.signal?.aborted) throw call.signal.reason;
         const failure = networkError(what, error);
@@ -121,6 +128,35 @@ export class Transport {
         cause,
       });
     }
+  }
+
+  /**
+   * GETs `url`, following redirects by hand: an s3 relay answers a download with `307` to a
+   * short-lived presigned URL of the store. To another origin only `Range` goes along, never
+   * the bearer (it is the relay's; a store refuses a presigned URL that also carries one). The
+   * answer keeps the relay's ETag, the verified SHA-256 (the store's is not one), or none. A
+   * redirect it does not follow (too many, not http(s)) is the answer, and so an error.
+   */
+  private async getFollowing(url: string, call: Call): Promise<Response> {
+    const init: RequestInit = { ...requestInit(call), redirect: "manual" };
+    let current = new URL(url);
+    let response = await this.fetchImpl(current.href, init);
+    const etag = response.headers.get("etag");
+    let hops = 0;
+    for (; hops < MAX_REDIRECTS && isRedirect(response); hops++) {
+      const next = httpUrl(response.headers.get("location")!, current);
+      if (!next) break;
+      await response.body?.cancel().catch(() => undefined);
+      if (next.origin !== current.origin) init.headers = onlyRange(init.headers);
+      current = next;
+      response = await this.fetchImpl(current.href, init);
+    }
+    if (hops === 0 || isRedirect(response)) return response;
+    const headers = new Headers(response.headers);
+    if (etag === null) headers.delete("etag");
+    else headers.set("etag", etag);
+    const { status, statusText } = response;
+    return new Response(response.body, { status, statusText, headers });
   }
 
   private urlOf(call: Call): string {
@@ -175,6 +211,26 @@ export function isReadableStream(value: unknown): value is ReadableStream<Uint8A
     typeof (value as ReadableStream).getReader === "function" &&
     typeof (value as ReadableStream).pipeThrough === "function"
   );
+}
+
+function isRedirect(response: Response): boolean {
+  return REDIRECTS.has(response.status) && response.headers.has("location");
+}
+
+/** `location` resolved against `base`, when that is an http(s) URL. */
+function httpUrl(location: string, base: URL): URL | undefined {
+  try {
+    const url = new URL(location, base);
+    return url.protocol === "https:" || url.protocol === "http:" ? url : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** What goes along to another origin: the `Range`, nothing else. */
+function onlyRange(headers: HeadersInit | undefined): Record<string, string> {
+  const range = new Headers(headers).get("range");
+  return range === null ? {} : { range };
 }
 
 function networkError(what: string, error: unknown): AirlockError {

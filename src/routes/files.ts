@@ -5,7 +5,7 @@ import { listDeliveries } from "../db/deliveries";
 import { deleteFile, findFile, listFiles, type FileRow } from "../db/files";
 import type { Deps } from "../deps";
 import { AppError } from "../errors";
-import { fileResponse } from "../http/file-response";
+import { fileResponse, STORE_URL_TTL_MS } from "../http/file-response";
 import { readJson } from "../http/json-body";
 import { deliverBody, deliverFile, toDeliveryRecord } from "../services/deliver";
 import { toFileRecord } from "../services/file-record";
@@ -45,7 +45,11 @@ export const files = new Hono<AppEnv>()
   .get("/:id/content", async (c) => {
     const { deps } = c.var;
     const file = await visibleFile(deps, c.var.caller, c.req.param("id"));
-    return fileResponse(deps.store, file, c.req.raw);
+    // On a store clients can read directly, a GET answers 307 to a short-lived presigned URL
+    // (see `fileResponse`): the bytes never pass through the Worker.
+    return fileResponse(deps.store, file, c.req.raw, {
+      storeRedirect: { expiresAt: Math.min(deps.now() + STORE_URL_TTL_MS, file.expiresAt) },
+    });
   })
   .post("/:id/deliveries", async (c) => {
     const { deps, caller } = c.var;

@@ -4,15 +4,9 @@ import { verifyShareToken } from "../auth/share-link";
 import { findFileIncludingDeleted } from "../db/files";
 import { findLink, reserveLinkBytes } from "../db/links";
 import { AppError } from "../errors";
-import { fileResponse } from "../http/file-response";
+import { fileResponse, STORE_URL_TTL_MS } from "../http/file-response";
 import { acceptsHtml, inlineMime, shareErrorPage, sharePage, wantsPage } from "../http/share-page";
 import { linkBudget, linkUsage } from "../services/link-budget";
-
-/**
- * How long a store URL a download is redirected to lives. Whoever holds it may fetch it
- * again until then without the link counting: a few seconds is all a client needs.
- */
-const STORE_URL_TTL_MS = 60_000;
 
 /**
  * Share links: anyone holding a valid, unexpired link gets the original bytes, or, in a
