@@ -53,7 +53,8 @@ function toFile(row: FileDbRow): FileRow {
   };
 }
 
-const COLUMNS = `id, session_id, name, size, sha256, content_type, encoding, stored_key, verified, deduped,
+/** The `files` columns every insert fills, in the order `values` binds them (then the scope). */
+export const FILE_COLUMNS = `id, session_id, name, size, sha256, content_type, encoding, stored_key, verified, deduped,
                  created_at, expires_at, scope`;
 
 /** A file's dedup scope is its session's, read in the insert itself (bound to the session id). */
@@ -80,7 +81,7 @@ function values(file: FileRow): unknown[] {
 export function insertFileStatement(db: D1Database, file: FileRow): D1PreparedStatement {
   return db
     .prepare(
-      `INSERT INTO files (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ${SCOPE_OF_SESSION})`,
+      `INSERT INTO files (${FILE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ${SCOPE_OF_SESSION})`,
     )
     .bind(...values(file), file.sessionId);
 }
@@ -97,7 +98,7 @@ export async function insertFileWithinQuota(
 ): Promise<boolean> {
   const result = await db
     .prepare(
-      `INSERT INTO files (${COLUMNS})
+      `INSERT INTO files (${FILE_COLUMNS})
        SELECT ?3, ?1, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13,
               (SELECT ${SESSION_SCOPE_SQL} FROM sessions WHERE id = ?1)
        WHERE ${sessionUsageSql()} + ?5 <= ?14`,
@@ -118,7 +119,7 @@ export function insertFileOfUploadStatement(
 ): D1PreparedStatement {
   return db
     .prepare(
-      `INSERT INTO files (${COLUMNS})
+      `INSERT INTO files (${FILE_COLUMNS})
        SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ${SCOPE_OF_SESSION}
        WHERE EXISTS (SELECT 1 FROM uploads WHERE id = ? AND file_id = ?)`,
     )

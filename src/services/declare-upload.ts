@@ -6,9 +6,15 @@ import { insertUploadWithinQuota, type Upload } from "../db/uploads";
 import type { Deps } from "../deps";
 import { AppError } from "../errors";
 import { newId } from "../ids";
-import { MAX_PARTS, maxStoredSize, partCount, partSizeFor } from "../part-plan";
+import { MAX_PARTS, partCount, partSizeFor } from "../part-plan";
 import { uploadKey } from "../storage";
 import type { UploadAnswer } from "../wire-types";
+import {
+  checkDeclaredSize,
+  quotaExceeded,
+  sizeMismatch,
+  storedBytesRefusal,
+} from "./declared-limits";
 import { toFileRecord } from "./file-record";
 import {
   missingParts,
@@ -63,24 +69,12 @@ export async function declareUpload(
 ): Promise<UploadAnswer> {
   const { config, db } = deps;
   const now = deps.now();
-  if (body.size > config.maxFileBytes) {
-    throw new AppError(
-      "file_too_large",
-      `file is ${body.size} bytes; this relay accepts at most ${config.maxFileBytes}`,
-    );
-  }
-  if (body.size > session.quotaBytes) {
-    throw new AppError(
-      "quota_exceeded",
-      `file is ${body.size} bytes; the session quota is ${session.quotaBytes}`,
-    );
-  }
+  checkDeclaredSize(deps, session, body.size);
   const contentType = body.contentType ?? "application/octet-stream";
   const expiresAt = now + config.fileTtlSeconds * 1000;
 
   const found = await findBlobHeldByScope(db, session.scope, body.sha256, now);
-  if (found && found.size !== body.size)
-    throw new AppError("invalid_request", "size does not match the content with this sha256");
+  if (found && found.size !== body.size) throw sizeMismatch();
   // The blob must outlive the new file: pushed out before the file exists, and only a
   // blob still live at that moment is a hit (otherwise the sweep may be deleting it).
   const blob = found && (await extendBlob(db, found.sha256, expiresAt, now)) ? found : null;
@@ -114,9 +108,6 @@ export async function declareUpload(
       throw quotaExceeded(body.size);
     return { status: "missing" };
   }
-  if (body.encoding === "gzip" && body.storedSize > maxStoredSize(body.size)) {
-    throw new AppError("invalid_request", "storedSize is larger than gzip can make this file");
-  }
   const partSize = partSizeFor(body.size);
   const parts = body.partSha256;
   if (parts && parts.length !== partCount(body.storedSize, partSize)) {
@@ -126,15 +117,12 @@ export async function declareUpload(
         `${partSize}-byte part of the ${body.storedSize} stored bytes`,
     );
   }
-  const relayLimit = deps.store.receiveUpload ? config.relayUploadMaxBytes : undefined;
-  const requestBytes = parts ? partSize : body.storedSize;
-  if (relayLimit !== undefined && requestBytes > relayLimit) {
-    throw new AppError(
-      "file_too_large",
-      `${requestBytes} bytes in one request is over the ${relayLimit}-byte limit of one ` +
-        "request through this relay (RELAY_UPLOAD_MAX_BYTES); send it in parts",
-    );
-  }
+  const refusal = storedBytesRefusal(
+    deps,
+    { size: body.size, encoding: body.encoding, storedSize: body.storedSize },
+    parts ? partSize : body.storedSize,
+  );
+  if (refusal) throw refusal;
 
   const id = newId("upl");
   const upload: Upload = {
@@ -192,8 +180,4 @@ export async function singlePutAnswer(
     expiresAt: new Date(upload.expiresAt).toISOString(),
     put,
   };
-}
-
-function quotaExceeded(size: number): AppError {
-  return new AppError("quota_exceeded", `${size} more bytes would exceed the session's byte quota`);
 }

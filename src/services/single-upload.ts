@@ -1,14 +1,24 @@
+import { createHash } from "node:crypto";
 import { z } from "zod";
-import { upsertBlob } from "../db/blobs";
-import { insertFileOfUploadStatement } from "../db/files";
+import { insertFileOfUploadStatement, type FileRow } from "../db/files";
 import type { Session } from "../db/sessions";
-import { completeUploadStatement, findUpload, type Upload } from "../db/uploads";
+import { declareSingleUpload, upsertBlobOfUploadStatement } from "../db/single-uploads";
+import { completeUploadStatement, type Upload } from "../db/uploads";
 import type { Deps } from "../deps";
 import { AppError } from "../errors";
-import { digestExactly, passThroughDigest } from "../content/stream-digest";
+import { digestExactly } from "../content/stream-digest";
+import { newId } from "../ids";
+import { logEvent } from "../log";
+import { uploadKey } from "../storage";
 import { ContentRejectedError } from "../storage/blob-store";
-import { declareUpload, declareUploadBody } from "./declare-upload";
+import { declareUploadBody } from "./declare-upload";
 import { fileOfUpload } from "./complete-upload";
+import {
+  checkDeclaredSize,
+  quotaExceeded,
+  storedBytesRefusal,
+  sizeMismatch,
+} from "./declared-limits";
 import { toFileRecord, type FileRecord } from "./file-record";
 import { rejectUpload } from "./reject-upload";
 import { SINGLE_UPLOAD_MAX_BYTES } from "./single-upload-limit";
@@ -42,16 +52,28 @@ export interface SingleUpload {
   body: ReadableStream<Uint8Array> | null;
 }
 
+/** A one-request declaration, checked as a declare's body is; the stored fields always given. */
+interface SingleDeclared {
+  name: string;
+  size: number;
+  sha256: string;
+  contentType?: string | undefined;
+  encoding: "identity" | "gzip";
+  storedSize: number;
+  storedSha256: string;
+}
+
 /**
- * Declares, stores, verifies and registers a small file in one request. The declaration is
- * `declareUpload`'s own, so its checks (name rule, `MAX_FILE_BYTES`, quota, size of the
- * content) and its dedup answer are exactly a declare's: a hit within the caller's owner
- * scope returns its file and the body is never read; content held elsewhere changes nothing.
- * Otherwise the body streams to the upload's own key while the relay hashes it and, for gzip,
- * inflates it (cut off at the declared size): the file is verified when it is registered, and
- * bytes that are not the declared ones answer `422 content_mismatch` with nothing kept. Like
- * every completed upload it goes on the verify queue, where its stored copy is settled (one
- * per content), so the answer costs the same whatever other scopes hold.
+ * Declares, stores, verifies and registers a small file in one request. The declaration
+ * follows `declareUpload`'s rules (name rule, `MAX_FILE_BYTES`, quota, size of the content)
+ * with its codes and messages, and its dedup answer: a hit within the caller's owner scope
+ * returns its file and the body is never read; content held elsewhere changes nothing. It
+ * costs one D1 round trip (`declareSingleUpload`). Otherwise the body is read and checked
+ * before it is stored on the upload's own key (`storeChecked`): the file is verified when it
+ * is registered (one more round trip), and bytes that are not the declared ones answer
+ * `422 content_mismatch` with nothing kept. Like every completed upload it goes on the verify
+ * queue, where its stored copy is settled (one per content), so the answer costs the same
+ * whatever other scopes hold.
  */
 export async function singleUpload(
   deps: Deps,
@@ -59,12 +81,24 @@ export async function singleUpload(
   upload: SingleUpload,
   origin: string,
 ): Promise<FileRecord> {
-  const declaration = parseDeclaration(upload);
-  const answer = await declareUpload(deps, session, declaration, origin);
-  if (answer.status === "deduped") return answer.file;
-  if (answer.status !== "upload") throw new Error(`declare answered ${answer.status}`);
-  const pending = await findUpload(deps.db, answer.uploadId);
-  if (!pending) throw new Error(`upload ${answer.uploadId} vanished`);
+  const declared = parseDeclaration(upload);
+  checkDeclaredSize(deps, session, declared.size);
+  const now = deps.now();
+  const refusal = storedBytesRefusal(deps, declared);
+  const pending = refusal ? null : pendingUpload(deps, session, declared, now);
+  const answer = await declareSingleUpload(deps.db, {
+    session,
+    dedupFile: dedupFile(deps, session, declared, now),
+    upload: pending,
+    now,
+  });
+  if (answer.kind === "deduped") return toFileRecord(deps, answer.file, origin);
+  if (answer.kind === "size_mismatch") throw sizeMismatch();
+  if (answer.kind === "refused") {
+    // Over the quota, unless the content is not held and a rule of new uploads refused it.
+    throw refusal && !answer.held ? refusal : quotaExceeded(declared.size);
+  }
+  if (!pending) throw new Error("an upload was recorded that was not declared");
   try {
     await storeChecked(deps, pending, upload.body ?? new Blob([]).stream());
   } catch (error) {
@@ -75,8 +109,53 @@ export async function singleUpload(
   return register(deps, pending, origin);
 }
 
+/** The pending upload a declaration becomes, on a key of its own, until `UPLOAD_URL_TTL_SECONDS`. */
+function pendingUpload(
+  deps: Deps,
+  session: Session,
+  declared: SingleDeclared,
+  now: number,
+): Upload {
+  const id = newId("upl");
+  return {
+    id,
+    sessionId: session.id,
+    name: declared.name,
+    size: declared.size,
+    sha256: declared.sha256,
+    contentType: declared.contentType ?? "application/octet-stream",
+    encoding: declared.encoding,
+    storedKey: uploadKey(declared.storedSha256, id),
+    storedSize: declared.storedSize,
+    storedSha256: declared.storedSha256,
+    status: "pending",
+    createdAt: now,
+    expiresAt: now + deps.config.uploadUrlTtlSeconds * 1000,
+    fileId: null,
+    multipart: null,
+  };
+}
+
+/** The file a dedup hit becomes; its stored key and encoding are the blob's, filled in by D1. */
+function dedupFile(deps: Deps, session: Session, declared: SingleDeclared, now: number): FileRow {
+  return {
+    id: newId("fil"),
+    sessionId: session.id,
+    name: declared.name,
+    size: declared.size,
+    sha256: declared.sha256,
+    contentType: declared.contentType ?? "application/octet-stream",
+    encoding: "identity",
+    storedKey: "",
+    verified: true,
+    deduped: true,
+    createdAt: now,
+    expiresAt: now + deps.config.fileTtlSeconds * 1000,
+  };
+}
+
 /** The declaration a one-request upload makes, checked as a declare's body is. */
-function parseDeclaration({ query, contentLength }: SingleUpload) {
+function parseDeclaration({ query, contentLength }: SingleUpload): SingleDeclared {
   if (contentLength === undefined) throw new AppError("length_required");
   if (!/^\d{1,16}$/.test(contentLength)) {
     throw new AppError("invalid_request", "Content-Length must be a whole number");
@@ -91,7 +170,8 @@ function parseDeclaration({ query, contentLength }: SingleUpload) {
   }
   const result = declareUploadBody.safeParse({ ...query, storedSize });
   if (!result.success) throw invalidRequest(result.error);
-  return result.data;
+  const { encoding = "identity", storedSha256 = query.storedSha256 } = result.data;
+  return { ...result.data, encoding, storedSize, storedSha256 };
 }
 
 /** A failed zod check as the relay's 400, worded as `readJson` words a bad body. */
@@ -102,65 +182,65 @@ export function invalidRequest(error: z.ZodError): AppError {
 }
 
 /**
- * Streams the body to the upload's key with the store verifying the stored SHA-256, hashing
- * it on the way as well; a gzip body is inflated alongside and must come to exactly the
- * declared size and SHA-256. Throws `content_mismatch` when any of it is not as declared.
+ * Reads the body (at most `SINGLE_UPLOAD_MAX_BYTES`, natively: no script runs per chunk),
+ * hashes it and, for gzip, inflates it (cut off at the declared size) and hashes the original
+ * bytes; only bytes that are exactly the declared ones go to the upload's key, where the
+ * store verifies the stored SHA-256 again. Throws `length_mismatch` for a body that is not
+ * `storedSize` bytes long and `content_mismatch` for any other difference.
  */
 async function storeChecked(deps: Deps, upload: Upload, body: ReadableStream<Uint8Array>) {
+  const bytes = await readExactly(body, upload.storedSize);
+  if (sha256Hex(bytes) !== upload.storedSha256) throw contentMismatch();
+  if (upload.encoding === "gzip") {
+    const inflated = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
+    const original = await digestExactly(inflated, upload.size).catch(() => null);
+    if (original?.sha256Hex !== upload.sha256) throw contentMismatch();
+  }
   const expected = { size: upload.storedSize, sha256Hex: upload.storedSha256 };
-  if (upload.storedSize === 0) {
-    // No bytes to stream (and a zero-length stream stalls R2's put): the store checks the hash.
-    await deps.store.put(upload.storedKey, new Uint8Array(0), expected).catch((error: unknown) => {
-      throw error instanceof ContentRejectedError ? contentMismatch() : error;
-    });
-    return;
-  }
-  let received = 0;
-  const counted = body.pipeThrough(
-    new TransformStream<Uint8Array, Uint8Array>({
-      transform(chunk, controller) {
-        received += chunk.byteLength;
-        controller.enqueue(chunk);
-      },
-    }),
-  );
-  const hashing = passThroughDigest();
-  const [toStore, toInflate] =
-    upload.encoding === "gzip" ? counted.tee() : [counted, undefined as undefined];
-  const stored = deps.store.put(upload.storedKey, toStore.pipeThrough(hashing.transform), expected);
-  const original = toInflate
-    ? digestExactly(toInflate.pipeThrough(new DecompressionStream("gzip")), upload.size)
-    : null;
-  const [put, inflated] = await Promise.allSettled([stored, original]);
-  if (put.status === "rejected") {
-    const rejected = put.reason instanceof ContentRejectedError ? put.reason : null;
-    if (received !== upload.storedSize || rejected?.reason === "length") {
-      throw new AppError("length_mismatch", `the body was not ${upload.storedSize} bytes long`);
-    }
-    throw rejected ? contentMismatch() : put.reason;
-  }
-  const digest = await hashing.result;
-  const storedMatches =
-    digest.size === upload.storedSize && digest.sha256Hex === upload.storedSha256;
-  const originalMatches =
-    inflated.status === "fulfilled" &&
-    (inflated.value === null || inflated.value.sha256Hex === upload.sha256);
-  if (!storedMatches || !originalMatches) throw contentMismatch();
+  await deps.store.put(upload.storedKey, bytes, expected).catch((error: unknown) => {
+    if (!(error instanceof ContentRejectedError)) throw error;
+    throw error.reason === "length" ? lengthMismatch(upload) : contentMismatch();
+  });
 }
 
-/** Completes the upload and inserts its file, verified, in one transaction; queues the settling. */
+/** The whole body, which must be exactly `size` bytes long. */
+async function readExactly(body: ReadableStream<Uint8Array>, size: number): Promise<Uint8Array> {
+  const exact = new FixedLengthStream(size);
+  const piped = body.pipeTo(exact.writable);
+  const read = new Response(exact.readable).arrayBuffer();
+  const [pipe, bytes] = await Promise.allSettled([piped, read]);
+  if (pipe.status === "rejected" || bytes.status === "rejected")
+    throw lengthMismatch({ storedSize: size });
+  return new Uint8Array(bytes.value);
+}
+
+function sha256Hex(bytes: Uint8Array): string {
+  return createHash("sha256").update(bytes).digest("hex");
+}
+
+function lengthMismatch(upload: Pick<Upload, "storedSize">): AppError {
+  return new AppError("length_mismatch", `the body was not ${upload.storedSize} bytes long`);
+}
+
+/**
+ * Completes the upload, inserts its file (verified) and records its blob in one transaction,
+ * then queues the settling.
+ */
 async function register(deps: Deps, upload: Upload, origin: string): Promise<FileRecord> {
   const now = deps.now();
   const file = fileOfUpload(deps, upload, true, now);
   const [completed] = await deps.db.batch([
     completeUploadStatement(deps.db, upload.id, file.id, now),
     insertFileOfUploadStatement(deps.db, file, upload.id),
+    upsertBlobOfUploadStatement(deps.db, blobOf(upload, file), upload.id, file.id),
   ]);
   // Declared a moment ago in this very request: nothing else can complete or expire it.
   if (completed?.meta.changes !== 1) throw new Error(`upload ${upload.id} was not pending`);
-  // The file went in verified, on the upload's own object: only the content's blob is left.
-  await upsertBlob(deps.db, blobOf(upload, file));
-  await deps.verifyQueue.send({ uploadId: upload.id, fileId: file.id });
+  await deps.verifyQueue.send({ uploadId: upload.id, fileId: file.id }).catch((error: unknown) =>
+    // The file is verified already: a lost message only leaves it unsettled (on its own
+    // stored copy, an archive unlisted).
+    logEvent("verify_queue_send_failed", { uploadId: upload.id, error: String(error) }, "error"),
+  );
   return toFileRecord(deps, file, origin);
 }
 

@@ -26,6 +26,42 @@ function sendOne(
   });
 }
 
+/** The D1 binding, counting its round trips: each statement run and each batch is one. */
+function countingDb(db: D1Database): { db: D1Database; trips: () => number } {
+  let trips = 0;
+  const real = new WeakMap<object, D1PreparedStatement>();
+  const runs = new Set<PropertyKey>(["first", "run", "all", "raw"]);
+  const wrap = (statement: D1PreparedStatement): D1PreparedStatement => {
+    const wrapped = new Proxy(statement, {
+      get(target, key) {
+        if (key === "bind") return (...values: unknown[]) => wrap(target.bind(...values));
+        const value: unknown = Reflect.get(target, key, target);
+        if (typeof value !== "function") return value;
+        return (...args: unknown[]) => {
+          if (runs.has(key)) trips++;
+          return (value as (...a: unknown[]) => unknown).apply(target, args);
+        };
+      },
+    });
+    real.set(wrapped, statement);
+    return wrapped;
+  };
+  const counted = new Proxy(db, {
+    get(target, key) {
+      if (key === "prepare") return (sql: string) => wrap(target.prepare(sql));
+      if (key === "batch") {
+        return (statements: D1PreparedStatement[]) => {
+          trips++;
+          return target.batch(statements.map((s) => real.get(s) ?? s));
+        };
+      }
+      const value: unknown = Reflect.get(target, key, target);
+      return typeof value === "function" ? (value as () => unknown).bind(target) : value;
+    },
+  });
+  return { db: counted, trips: () => trips };
+}
+
 interface UploadRow {
   id: string;
   status: string;
@@ -255,6 +291,116 @@ for (const backend of backends()) {
       expect(await store.head(completed.stored_key)).toBeNull();
       const content = await client.fetch(honest.file.url);
       expect(await sha256Hex(await content.arrayBuffer())).toBe(first.file.sha256);
+    });
+
+    it("stores a new file in three D1 round trips and answers a dedup hit in two", async () => {
+      const counting = countingDb(backend.env.DB);
+      const counted = new RelayClient({ ...backend.env, DB: counting.db });
+      counted.holdVerification();
+      const session = await counted.mintSession({ owner: `trips-${crypto.randomUUID()}` });
+      const bytes = randomBytes(20_000);
+      const { declared, stored } = await describeBytes(bytes, "trips.bin");
+      // The session's lookup, the declaration, the registration (the queue is sent afterwards).
+      let before = counting.trips();
+      const sent = await sendOne(counted, session.token, declared, stored);
+      expect(sent.status, await sent.clone().text()).toBe(201);
+      expect(counting.trips() - before).toBe(3);
+      before = counting.trips();
+      const again = await sendOne(counted, session.token, declared, stored);
+      expect(((await again.json()) as FileRecord).deduped).toBe(true);
+      expect(counting.trips() - before).toBe(2);
+    });
+
+    it("is verified at once: a dedup target before its verify job has run", async () => {
+      client.holdVerification();
+      try {
+        const { file, session, stored } = await sendHonest(randomBytes(30_000), "identity");
+        expect(file.status).toBe("verified");
+        expect(client.queued.map((job) => job.fileId)).toEqual([file.fileId]);
+        const { declared } = await describeBytes(stored, "again.bin");
+        const again = await sendOne(client, session.token, declared, randomBytes(30_000));
+        expect(again.status).toBe(201);
+        expect(await again.json()).toMatchObject({ deduped: true, sha256: file.sha256 });
+        await client.runQueued();
+      } finally {
+        client.resumeVerification();
+      }
+    });
+
+    it("refuses bytes over what the session still holds with 413 quota_exceeded, storing nothing", async () => {
+      const session = await client.mintSession({ quotaBytes: 3000 });
+      const first = await sendHonest(randomBytes(2000), "identity", session);
+      const { declared, stored } = await describeBytes(randomBytes(2000), "more.bin");
+      const viaDeclare = await errorOf(await declare(client, session.token, declared));
+      const viaOne = await errorOf(await sendOne(client, session.token, declared, stored));
+      expect(viaOne).toEqual(viaDeclare);
+      expect(viaOne).toEqual({
+        status: 413,
+        code: "quota_exceeded",
+        message: "2000 more bytes would exceed the session's byte quota",
+      });
+      expect((await filesOf(session.token)).map((f) => f.fileId)).toEqual([first.file.fileId]);
+      expect((await uploadsOf(session.sessionId)).map((u) => u.status)).toEqual(["completed"]);
+    });
+
+    it("refuses a dedup hit over the quota the same way, adding no file", async () => {
+      const owner = `single-quota-${crypto.randomUUID()}`;
+      const held = await sendHonest(
+        randomBytes(2000),
+        "identity",
+        await client.mintSession({ owner }),
+      );
+      const session = await client.mintSession({ owner, quotaBytes: 3000 });
+      const mine = await sendHonest(randomBytes(2000), "identity", session);
+      const { declared } = await describeBytes(held.stored, "held.bin");
+      const viaDeclare = await errorOf(await declare(client, session.token, declared));
+      const viaOne = await errorOf(await sendOne(client, session.token, declared, held.stored));
+      expect(viaOne).toEqual(viaDeclare);
+      expect(viaOne).toMatchObject({ status: 413, code: "quota_exceeded" });
+      expect((await filesOf(session.token)).map((f) => f.fileId)).toEqual([mine.file.fileId]);
+      expect(await uploadsOf(session.sessionId)).toHaveLength(1);
+    });
+
+    it("answers content the scope holds with another size as the declare does: 400, nothing kept", async () => {
+      const owner = `single-size-${crypto.randomUUID()}`;
+      const held = await sendHonest(
+        randomBytes(5000),
+        "identity",
+        await client.mintSession({ owner }),
+      );
+      const session = await client.mintSession({ owner });
+      const { declared } = await describeBytes(held.stored, "held.bin");
+      const body = randomBytes(5001);
+      const lie = { ...declared, size: 5001, storedSize: 5001 };
+      const viaDeclare = await errorOf(await declare(client, session.token, lie));
+      const viaOne = await errorOf(await sendOne(client, session.token, lie, body));
+      expect(viaOne).toEqual(viaDeclare);
+      expect(viaOne).toEqual({
+        status: 400,
+        code: "invalid_request",
+        message: "size does not match the content with this sha256",
+      });
+      expect(await filesOf(session.token)).toEqual([]);
+      expect(await uploadsOf(session.sessionId)).toEqual([]);
+    });
+
+    it("refuses gzip declared larger than gzip can make the file as the declare does", async () => {
+      const session = await client.mintSession();
+      const bytes = randomBytes(100);
+      const padded = new Uint8Array(4096);
+      padded.set(await gzip(bytes));
+      const { declared } = await describeBytes(bytes, "tiny.bin");
+      const claim = {
+        ...declared,
+        encoding: "gzip" as const,
+        storedSize: padded.byteLength,
+        storedSha256: await sha256Hex(padded),
+      };
+      const viaDeclare = await errorOf(await declare(client, session.token, claim));
+      const viaOne = await errorOf(await sendOne(client, session.token, claim, padded));
+      expect(viaOne).toEqual(viaDeclare);
+      expect(viaOne).toMatchObject({ status: 400, code: "invalid_request" });
+      expect(await uploadsOf(session.sessionId)).toEqual([]);
     });
 
     it("refuses a query that is not a declaration with 400 invalid_request", async () => {

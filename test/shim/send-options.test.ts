@@ -95,6 +95,24 @@ describe("re-sending an unchanged file", () => {
     await writeFile(file, JSON.stringify(entries));
   }
 
+  it("neither reads nor writes the cache for a file sent in one request", async () => {
+    const { cwd, env } = await session();
+    const small = randomBytes(100_000);
+    const large = randomBytes(3 * MiB);
+    await writeFile(join(cwd, "small.bin"), small);
+    await writeFile(join(cwd, "large.bin"), large);
+    const cache = join(env.XDG_CACHE_HOME, "airlock", "sent.json");
+    const sent = sentLine(await runShim(["send", "small.bin", "--json"], { cwd, env }));
+    expect(sent).toMatchObject({ sha256: sha256(small), uploadedBytes: small.length });
+    const served = await fetch(sent.url);
+    expect(sha256(Buffer.from(await served.arrayBuffer()))).toBe(sha256(small));
+    await expect(readFile(cache)).rejects.toMatchObject({ code: "ENOENT" });
+    const both = await runShim(["send", "small.bin", "large.bin", "--json"], { cwd, env });
+    expect(both.code, both.stderr).toBe(0);
+    const entries = JSON.parse(await readFile(cache, "utf8")) as Record<string, unknown>;
+    expect(Object.keys(entries)).toEqual([join(cwd, "large.bin")]);
+  });
+
   it("trusts the cache without hashing: a forged entry names what the relay dedups to", async () => {
     const { cwd, env } = await session();
     const a = randomBytes(3 * MiB);

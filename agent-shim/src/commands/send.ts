@@ -21,7 +21,7 @@ import { RelayClient, type DeliveryRecord } from "../transport/relay-client.js";
 import { toSendResult } from "../upload/send-line.js";
 import type { FailedDelivery, SendResult } from "../upload/send-result.js";
 import { sendStored } from "../upload/send-stored.js";
-import { SentCache } from "../upload/sent-cache.js";
+import { SentCacheOnDemand } from "../upload/sent-cache.js";
 import { UploadStates } from "../upload/upload-state.js";
 import { SINGLE_UPLOAD_MAX_BYTES } from "../upload/one-request.js";
 import { STDIN, checkedName, linkOptions, withLink } from "../upload/send-flags.js";
@@ -80,7 +80,7 @@ export async function send(args: string[]): Promise<void> {
     concurrency: uploadConcurrency(),
     states: UploadStates.at(),
     level: gzipLevel(),
-    sent: await SentCache.load(),
+    sent: new SentCacheOnDemand(),
   };
   const isDirectory = new Map<string, boolean>();
   for (const path of paths) {
@@ -235,13 +235,14 @@ async function sendFile(
   options: SendOptions,
   rename: string | undefined,
 ): Promise<SendResult> {
-  const { relay, level, sent, states } = options;
+  const { relay, level, states } = options;
   const name = rename ?? basename(path);
   const head = await readSample(path);
   if (head.size <= SINGLE_UPLOAD_MAX_BYTES) {
     const small = await sendSmallFile(path, name, head, options);
     if (small) return small;
   }
+  const sent = await options.sent.get();
   const known = sent.sha256Of(path, head);
   if (known !== undefined) {
     // A stale entry can only make this a hit on content the scope sent before (SentCache).

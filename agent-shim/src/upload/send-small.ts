@@ -5,14 +5,14 @@ import { changedWhileSending, type Sample } from "./prepare.js";
 import { toSendResult } from "./send-line.js";
 import type { SendResult } from "./send-result.js";
 import { sendStored, type SendContext } from "./send-stored.js";
-import type { SentCache } from "./sent-cache.js";
+import type { SentCacheOnDemand } from "./sent-cache.js";
 import { describeInMemory, storedInTemp, type InMemory } from "./small-file.js";
 import { spoolStdin } from "./stdin-spool.js";
 
 /** How every file of one `send` goes up. */
 export interface SendOptions extends SendContext {
   level: number;
-  sent: SentCache;
+  sent: SentCacheOnDemand;
 }
 
 /**
@@ -30,9 +30,7 @@ export async function sendSmallFile(
   });
   if (original.length !== head.size) throw changedWhileSending(path);
   const small = describeInMemory(original, name, head, options.level);
-  const sent = await sendSmallBytes(small, options);
-  if (sent) options.sent.record(path, head, small.declaration.sha256);
-  return sent;
+  return sendSmallBytes(small, options);
 }
 
 /** Bytes held in memory, in one request; undefined when the relay has no one-request route. */

@@ -42,6 +42,9 @@ interface Entry extends FileStamp {
  * read or written is simply empty.
  */
 export class SentCache {
+  /** Whether anything was recorded since it was read. */
+  private changed = false;
+
   private constructor(
     private readonly path: string,
     private readonly entries: Map<string, Entry>,
@@ -82,21 +85,44 @@ export class SentCache {
     const key = resolve(file);
     this.entries.delete(key);
     this.entries.set(key, entry);
+    this.changed = true;
     for (const oldest of this.entries.keys()) {
       if (this.entries.size <= MAX_ENTRIES) break;
       this.entries.delete(oldest);
     }
   }
 
-  /** Writes the cache atomically (temp file, then rename); failures are ignored. */
+  /** Writes the cache atomically (temp file, then rename) if it changed; failures are ignored. */
   async save(): Promise<void> {
+    if (!this.changed) return;
     try {
       await mkdir(dirname(this.path), { recursive: true, mode: 0o700 });
       const temp = tempPath(dirname(this.path), ".sent-", ".json");
       await writeFile(temp, JSON.stringify(Object.fromEntries(this.entries)), { mode: 0o600 });
       await rename(temp, this.path);
+      this.changed = false;
     } catch {
       // a hint only
     }
+  }
+}
+
+/**
+ * The sent cache, read at its first use. A file small enough for one request is hashed whole
+ * in a millisecond or two, so it is neither looked up nor recorded: sending only such files
+ * never reads or writes the cache (up to 1000 entries, a few milliseconds each way).
+ */
+export class SentCacheOnDemand {
+  private loading: Promise<SentCache> | undefined;
+
+  constructor(private readonly env: Record<string, string | undefined> = process.env) {}
+
+  get(): Promise<SentCache> {
+    return (this.loading ??= SentCache.load(this.env));
+  }
+
+  /** Saves what was recorded, if the cache was ever read. */
+  async save(): Promise<void> {
+    await (await this.loading)?.save();
   }
 }
