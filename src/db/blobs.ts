@@ -73,7 +73,7 @@ export async function findBlobHeldByScope(
 }
 
 /** A blob's columns in table order, for `?1` … `?8`. */
-function blobValues(blob: Blob): unknown[] {
+export function blobValues(blob: Blob): unknown[] {
   return [
     blob.sha256,
     blob.size,

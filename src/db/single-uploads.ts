@@ -1,4 +1,4 @@
-import type { Blob } from "./blobs";
+import { blobValues, type Blob } from "./blobs";
 import { FILE_COLUMNS, type FileRow } from "./files";
 import { SESSION_SCOPE_SQL, sessionUsageSql } from "./sessions";
 import type { Upload } from "./uploads";
@@ -131,16 +131,5 @@ export function upsertBlobOfUploadStatement(
        WHERE EXISTS (SELECT 1 FROM uploads WHERE id = ?9 AND file_id = ?10)
        ON CONFLICT (sha256) DO UPDATE SET expires_at = MAX(blobs.expires_at, excluded.expires_at)`,
     )
-    .bind(
-      blob.sha256,
-      blob.size,
-      blob.encoding,
-      blob.storedKey,
-      blob.storedSize,
-      blob.storedSha256,
-      blob.createdAt,
-      blob.expiresAt,
-      uploadId,
-      fileId,
-    );
+    .bind(...blobValues(blob), uploadId, fileId);
 }
