@@ -82,6 +82,17 @@ function portOpen(port: number): Promise<boolean> {
  * and as a normal user (an unprivileged sshd lets in only that user, which is who logs in).
  * Logs in once before returning, so that a server that cannot serve the tests says why here.
  */
+/** Whether sshd came up on `port` (it says so, and the port answers) within 30 s. */
+async function cameUp(sshd: ChildProcess, port: number, log: () => string): Promise<boolean> {
+  const deadline = Date.now() + 30_000;
+  // Only once sshd says it listens: another program may hold the port.
+  while (!(/Server listening on 127\.0\.0\.1/.test(log()) && (await portOpen(port)))) {
+    if (sshd.exitCode !== null || Date.now() > deadline) return false;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  return true;
+}
+
 export async function startSshd(): Promise<TestSshd> {
   if (!existsSync(SSHD))
     throw new Error("sshd is missing: run `node scripts/ensure-test-tools.mjs` (openssh-server)");
@@ -91,40 +102,46 @@ export async function startSshd(): Promise<TestSshd> {
   keygen(join(dir, "client_key"));
   await writeFile(join(dir, "authorized_keys"), await readFile(join(dir, "client_key.pub")));
   if (process.getuid?.() === 0) await mkdir("/run/sshd", { recursive: true, mode: 0o755 });
-  const port = await freePort();
-  const config = [
-    "ListenAddress 127.0.0.1",
-    `Port ${port}`,
-    `HostKey ${join(dir, "host_key")}`,
-    `AuthorizedKeysFile ${join(dir, "authorized_keys")}`,
-    `PidFile ${join(dir, "sshd.pid")}`,
-    "StrictModes no",
-    `UsePAM ${passwordLocked(user) ? "yes" : "no"}`,
-    "PasswordAuthentication no",
-    "KbdInteractiveAuthentication no",
-    "PermitRootLogin prohibit-password",
-    "MaxSessions 64",
-    "MaxStartups 64",
-    "LogLevel INFO",
-    "Subsystem sftp internal-sftp",
-    // Lets a client pass SHLVL=1, so that bash as the login shell skips ~/.bashrc (which bash
-    // otherwise reads for every SSH command, however slow the account made it).
-    "AcceptEnv SHLVL",
-  ].join("\n");
-  await writeFile(join(dir, "sshd_config"), `${config}\n`);
-  const child: ChildProcess = spawn(SSHD, ["-D", "-e", "-f", join(dir, "sshd_config")], {
-    stdio: ["ignore", "ignore", "pipe"],
-  });
+  const configFor = (port: number) =>
+    [
+      "ListenAddress 127.0.0.1",
+      `Port ${port}`,
+      `HostKey ${join(dir, "host_key")}`,
+      `AuthorizedKeysFile ${join(dir, "authorized_keys")}`,
+      `PidFile ${join(dir, "sshd.pid")}`,
+      "StrictModes no",
+      `UsePAM ${passwordLocked(user) ? "yes" : "no"}`,
+      "PasswordAuthentication no",
+      "KbdInteractiveAuthentication no",
+      "PermitRootLogin prohibit-password",
+      "MaxSessions 64",
+      "MaxStartups 64",
+      "LogLevel INFO",
+      "Subsystem sftp internal-sftp",
+      // Lets a client pass SHLVL=1, so that bash as the login shell skips ~/.bashrc (which bash
+      // otherwise reads for every SSH command, however slow the account made it).
+      "AcceptEnv SHLVL",
+    ].join("\n");
+  // A port found free can be taken before sshd binds it: then it starts again on another.
+  let port = 0;
+  let child: ChildProcess;
   let log = "";
-  child.stderr?.on("data", (chunk: Buffer) => (log = (log + chunk.toString()).slice(-4096)));
-  const deadline = Date.now() + 30_000;
-  while (!(await portOpen(port))) {
-    if (child.exitCode !== null || Date.now() > deadline) {
-      child.kill("SIGKILL");
-      await rm(dir, { recursive: true, force: true });
-      throw new Error(`sshd did not start: ${log}`);
+  for (let attempt = 1; ; attempt++) {
+    port = await freePort();
+    await writeFile(join(dir, "sshd_config"), `${configFor(port)}\n`);
+    const started: ChildProcess = spawn(SSHD, ["-D", "-e", "-f", join(dir, "sshd_config")], {
+      stdio: ["ignore", "ignore", "pipe"],
+    });
+    log = "";
+    started.stderr?.on("data", (chunk: Buffer) => (log = (log + chunk.toString()).slice(-4096)));
+    if (await cameUp(started, port, () => log)) {
+      child = started;
+      break;
     }
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    started.kill("SIGKILL");
+    if (attempt < 3 && /address already in use/i.test(log)) continue;
+    await rm(dir, { recursive: true, force: true });
+    throw new Error(`sshd did not start: ${log}`);
   }
   const controlPath = join(dir, "cm-%C");
   const sshArgs = [

@@ -67,29 +67,23 @@ export async function startRelay(options: RelayOptions = {}): Promise<RunningRel
   if (migrate.status !== 0)
     throw new Error(`migrations failed: ${migrate.stderr || migrate.stdout}`);
 
-  const port = await freePort();
   const vars = {
     AIRLOCK_ADMIN_TOKEN: TEST_ADMIN_TOKEN,
     AIRLOCK_SIGNING_KEY: TEST_SIGNING_KEY,
     STORAGE: options.storage ?? "r2",
     ...options.vars,
   };
-  const args = [
-    wranglerBin,
-    "dev",
-    "--ip",
-    "127.0.0.1",
-    "--port",
-    String(port),
-    "--persist-to",
-    state,
-  ];
-  args.push("--inspector-port", String(await freePort()), "--show-interactive-dev-session=false");
-  args.push("--test-scheduled");
-  for (const [key, value] of Object.entries(vars)) args.push("--var", `${key}:${value}`);
+  const argsFor = (port: number, inspectorPort: number) => {
+    const args = [wranglerBin, "dev", "--ip", "127.0.0.1", "--port", String(port)];
+    args.push("--persist-to", state, "--inspector-port", String(inspectorPort));
+    args.push("--show-interactive-dev-session=false", "--test-scheduled");
+    for (const [key, value] of Object.entries(vars)) args.push("--var", `${key}:${value}`);
+    return args;
+  };
   // Only the tail is kept (for start-up failures): a long run logs far more than a string holds.
   let output = "";
   const keep = (chunk: Buffer) => (output = (output + chunk.toString()).slice(-64 * 1024));
+  let args: string[] = [];
   const launch = () => {
     // Its own process group: stopping the group also stops workerd, which holds the port.
     const started = spawn(process.execPath, args, {
@@ -102,18 +96,30 @@ export async function startRelay(options: RelayOptions = {}): Promise<RunningRel
     started.stderr?.on("data", keep);
     return started;
   };
-  let child = launch();
 
-  const url = `http://127.0.0.1:${port}`;
+  let url = "";
+  let child!: ChildProcess;
   const stop = async () => {
     await stopGroup(child);
     await rm(state, { recursive: true, force: true });
   };
-  try {
-    await waitForHealth(url, child, () => output);
-  } catch (error) {
-    await stop();
-    throw error;
+  // A port found free can be taken (by another test's outgoing connection, say) before
+  // wrangler binds it: then it starts again on other ports.
+  for (let attempt = 1; ; attempt++) {
+    const port = await freePort();
+    args = argsFor(port, await freePort());
+    url = `http://127.0.0.1:${port}`;
+    output = "";
+    child = launch();
+    try {
+      await waitForHealth(url, child, () => output);
+      break;
+    } catch (error) {
+      await stopGroup(child);
+      if (attempt < 3 && /address already in use/i.test(output)) continue;
+      await stop();
+      throw error;
+    }
   }
   return {
     url,
