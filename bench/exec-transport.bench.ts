@@ -107,6 +107,13 @@ const quote = (word: string) => `'${word.replace(/'/g, "'\\''")}'`;
  */
 const SCP_LEGACY = "scp -O (legacy protocol, a remote scp process)";
 
+/** scp over the hop's ControlMaster, from `source` to `target` (one of them `remotePath`'s). */
+async function scp(hop: Hop, flags: string[], source: string, target: string): Promise<void> {
+  await run("scp", [...flags, "-q", ...hop.common, "-P", String(hop.sshd.port), source, target]);
+}
+
+const remotePath = (hop: Hop, path: string) => `${hop.target}:${path}`;
+
 type Method = (hop: Hop, local: string, sandbox: string, sum: string) => Promise<string | void>;
 
 const PUSH: Record<string, Method> = {
@@ -137,27 +144,9 @@ const PUSH: Record<string, Method> = {
       `base64 -d < ${quote(`${sandbox}.b64`)} > ${quote(sandbox)} && rm -f ${quote(`${sandbox}.b64`)}`,
     );
   },
-  async "scp (same ControlMaster)"(hop, local, sandbox) {
-    await run("scp", [
-      "-q",
-      ...hop.common,
-      "-P",
-      String(hop.sshd.port),
-      local,
-      `${hop.target}:${sandbox}`,
-    ]);
-  },
-  async [SCP_LEGACY](hop, local, sandbox) {
-    await run("scp", [
-      "-O",
-      "-q",
-      ...hop.common,
-      "-P",
-      String(hop.sshd.port),
-      local,
-      `${hop.target}:${sandbox}`,
-    ]);
-  },
+  "scp (same ControlMaster)": (hop, local, sandbox) =>
+    scp(hop, [], local, remotePath(hop, sandbox)),
+  [SCP_LEGACY]: (hop, local, sandbox) => scp(hop, ["-O"], local, remotePath(hop, sandbox)),
 };
 
 const COLLECT: Record<string, Method> = {
@@ -178,27 +167,9 @@ const COLLECT: Record<string, Method> = {
     const text = await remote(hop, `base64 < ${quote(sandbox)}`);
     await writeFile(local, Buffer.from(text.toString(), "base64"));
   },
-  async "scp (same ControlMaster)"(hop, local, sandbox) {
-    await run("scp", [
-      "-q",
-      ...hop.common,
-      "-P",
-      String(hop.sshd.port),
-      `${hop.target}:${sandbox}`,
-      local,
-    ]);
-  },
-  async [SCP_LEGACY](hop, local, sandbox) {
-    await run("scp", [
-      "-O",
-      "-q",
-      ...hop.common,
-      "-P",
-      String(hop.sshd.port),
-      `${hop.target}:${sandbox}`,
-      local,
-    ]);
-  },
+  "scp (same ControlMaster)": (hop, local, sandbox) =>
+    scp(hop, [], remotePath(hop, sandbox), local),
+  [SCP_LEGACY]: (hop, local, sandbox) => scp(hop, ["-O"], remotePath(hop, sandbox), local),
 };
 
 function median(values: number[]): number {

@@ -24,7 +24,8 @@ import { get as httpGet } from "node:http";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { performance } from "node:perf_hooks";
-import { startSnapshotRelay, type SnapshotRelay } from "./large-snapshot-relay";
+import type { RunningRelay } from "../test/support/relay";
+import { startSnapshotRelay } from "./large-snapshot-relay";
 import { Meter } from "./measure";
 import type { Session } from "./relay-api";
 import { SHIM, assertShimBuilt, shimEnv, type SendJson } from "./shim";
@@ -75,7 +76,7 @@ function percentile(values: number[], p: number): number {
 }
 
 /** Samples the RSS of every process in the relay's group; `peak()` is the largest sum seen. */
-function sampleRss(relay: SnapshotRelay): { stop(): { peakMiB: number; workerdMiB: number } } {
+function sampleRss(relay: RunningRelay): { stop(): { peakMiB: number; workerdMiB: number } } {
   let peakKiB = 0;
   let workerdKiB = 0;
   const sample = () => {
@@ -128,7 +129,7 @@ function countReloads(): { stop(): number } {
   };
 }
 
-async function newSandbox(relay: SnapshotRelay, root: string, name: string): Promise<Sandbox> {
+async function newSandbox(relay: RunningRelay, root: string, name: string): Promise<Sandbox> {
   const { token } = await relay.mintSession();
   const session = { url: relay.url, token };
   const dir = join(root, name);

@@ -4,7 +4,7 @@ import { hexToBase64 } from "../encoding";
 import { AppError } from "../errors";
 import { partLength } from "../part-plan";
 import { ContentRejectedError, MultipartUploadGoneError } from "../storage/blob-store";
-import { isMultipart, multipartTarget, uploadGone } from "./multipart-upload";
+import { isMultipart, multipartTarget, uploadGone, type MultipartUpload } from "./multipart-upload";
 
 /** The parts of a relay-bound PUT the relay checks before any byte is stored. */
 export interface IncomingPut {
@@ -49,6 +49,21 @@ export async function receivePart(
   if (!upload || !isMultipart(upload)) throw new AppError("upload_not_found");
   if (upload.status !== "pending")
     throw new AppError("upload_already_completed", `upload is ${upload.status}`);
+  const part = checkedPart(upload, partNumber, put);
+  const body = put.body ?? new Blob([]).stream();
+  try {
+    await rejectingContent(receive(multipartTarget(upload), part, body));
+  } catch (error) {
+    throw error instanceof MultipartUploadGoneError ? uploadGone() : error;
+  }
+}
+
+/** Part `partNumber` of the upload as its PUT must carry it: its length and SHA-256, checked. */
+export function checkedPart(
+  upload: MultipartUpload,
+  partNumber: number,
+  put: IncomingPut,
+): { partNumber: number; size: number; sha256Hex: string } {
   const { partSize, partSha256 } = upload.multipart;
   const sha256Hex = partSha256[partNumber - 1];
   if (!Number.isInteger(partNumber) || sha256Hex === undefined) {
@@ -56,12 +71,7 @@ export async function receivePart(
   }
   const size = partLength(upload.storedSize, partSize, partNumber);
   checkPutHeaders(put, size, sha256Hex);
-  const body = put.body ?? new Blob([]).stream();
-  try {
-    await rejectingContent(receive(multipartTarget(upload), { partNumber, size, sha256Hex }, body));
-  } catch (error) {
-    throw error instanceof MultipartUploadGoneError ? uploadGone() : error;
-  }
+  return { partNumber, size, sha256Hex };
 }
 
 /** The checks every relay-bound PUT passes before a byte is stored. */

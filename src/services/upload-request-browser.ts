@@ -25,7 +25,13 @@ import { receivePart, type IncomingPut } from "./receive-upload";
 import { rejectUpload } from "./reject-upload";
 import { forwardPart } from "./upload-request-forward";
 import { abandonClaim } from "./upload-request-claim";
-import { linkUsed, openLink, openLinkForUpload, settleRequest } from "./upload-requests";
+import {
+  linkUsed,
+  openLink,
+  openLinkForUpload,
+  settleRequest,
+  type OpenLink,
+} from "./upload-requests";
 import { byteCount, mediaType, sha256Hex } from "./validation";
 
 /**
@@ -165,8 +171,7 @@ export async function linkUploadState(
   uploadId: string,
   origin: string,
 ): Promise<LinkUploadState> {
-  const { request, session } = await openLinkForUpload(deps, token, uploadId);
-  const upload = await linkUpload(deps, request, uploadId);
+  const { request, session, upload } = await openLinkUpload(deps, token, uploadId);
   if (upload.status === "completed") {
     const settled = await settleRequest(deps, request);
     if (settled.fileId === null) throw contentRejected();
@@ -197,8 +202,7 @@ export async function receiveLinkPart(
   put: IncomingPut,
   origin: string,
 ): Promise<void> {
-  const { request } = await openLinkForUpload(deps, token, uploadId);
-  const upload = await linkUpload(deps, request, uploadId);
+  const { upload } = await openLinkUpload(deps, token, uploadId);
   if (upload.status !== "pending") throw new AppError("upload_already_completed");
   if (deps.store.receivePart) await receivePart(deps, uploadId, partNumber, put);
   else await forwardPart(deps, upload, partNumber, put, origin);
@@ -216,8 +220,7 @@ export async function completeLinkUpload(
   uploadId: string,
   origin: string,
 ): Promise<LinkUploadState> {
-  const { request, session } = await openLinkForUpload(deps, token, uploadId);
-  const upload = await linkUpload(deps, request, uploadId);
+  const { request, session, upload } = await openLinkUpload(deps, token, uploadId);
   const file = await completeUpload(deps, session, upload.id, origin);
   if (!(await recordRequestFile(deps.db, request.id, uploadId, file.fileId))) {
     // Completed twice (a retry after a lost answer) is fine; a link another upload took over
@@ -238,17 +241,19 @@ export async function completeLinkUpload(
   return linkUploadState(deps, token, uploadId, origin);
 }
 
-async function linkUpload(
+/** The link a token names with the upload `uploadId` under way through it. */
+async function openLinkUpload(
   deps: Deps,
-  request: UploadRequest,
+  token: string,
   uploadId: string,
-): Promise<MultipartUpload> {
+): Promise<OpenLink & { upload: MultipartUpload }> {
+  const link = await openLinkForUpload(deps, token, uploadId);
   const upload: Upload | null = await findUpload(deps.db, uploadId);
-  if (!upload || upload.sessionId !== request.sessionId || !isMultipart(upload)) {
+  if (!upload || upload.sessionId !== link.request.sessionId || !isMultipart(upload)) {
     throw new AppError("upload_not_found");
   }
   if (upload.status === "rejected") throw contentRejected();
-  return upload;
+  return { ...link, upload };
 }
 
 function contentRejected(): AppError {

@@ -1,6 +1,5 @@
 import type { Deps } from "../deps";
 import { AppError } from "../errors";
-import { partLength } from "../part-plan";
 import { s3ErrorCode } from "../storage/s3-http";
 import { withKnownLength } from "../storage/known-length";
 import {
@@ -10,7 +9,7 @@ import {
   type MultipartTarget,
 } from "../storage/blob-store";
 import { multipartTarget, uploadGone, type MultipartUpload } from "./multipart-upload";
-import { checkPutHeaders, type IncomingPut } from "./receive-upload";
+import { checkedPart, type IncomingPut } from "./receive-upload";
 
 /** How long the store URL a part is forwarded to lives: the relay uses it at once. */
 const FORWARD_URL_TTL_MS = 5 * 60_000;
@@ -27,14 +26,8 @@ export async function forwardPart(
   put: IncomingPut,
   origin: string,
 ): Promise<void> {
-  const { partSize, partSha256 } = upload.multipart;
-  const sha256Hex = partSha256[partNumber - 1];
-  if (!Number.isInteger(partNumber) || sha256Hex === undefined) {
-    throw new AppError("invalid_request", `this upload has parts 1 to ${partSha256.length}`);
-  }
-  const size = partLength(upload.storedSize, partSize, partNumber);
-  checkPutHeaders(put, size, sha256Hex);
-  await sendPart(deps, multipartTarget(upload), { partNumber, size, sha256Hex }, put.body, origin);
+  const part = checkedPart(upload, partNumber, put);
+  await sendPart(deps, multipartTarget(upload), part, put.body, origin);
 }
 
 /**

@@ -1,17 +1,14 @@
 import { createHash, randomBytes } from "node:crypto";
-import { existsSync } from "node:fs";
-import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { crc32, deflateSync, gzipSync } from "node:zlib";
-import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
+import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { prepareShim, runShim } from "../shim/run-shim";
+import { ARTIFACTS, launchChromium } from "../support/chromium";
 import { startRelay, type RunningRelay } from "../support/relay";
 
-const CHROMIUM = "/usr/bin/chromium";
-const ARTIFACTS = fileURLToPath(new URL("../../test-artifacts/", import.meta.url));
 const sha256 = (bytes: Uint8Array) => createHash("sha256").update(bytes).digest("hex");
 
 /** A width × height RGB PNG of a diagonal gradient, so a screenshot shows it decoded. */
@@ -98,28 +95,11 @@ describe("the share page in a real browser (Debian chromium under playwright-cor
   const cspErrors: string[] = [];
 
   beforeAll(async () => {
-    if (!existsSync(CHROMIUM))
-      throw new Error(
-        `${CHROMIUM} is missing: install Debian's chromium with ` +
-          "`apt-get update && apt-get install -y --no-install-recommends chromium` (.ci/run does this in CI)",
-      );
     prepareShim();
-    await mkdir(ARTIFACTS, { recursive: true });
     dir = await mkdtemp(join(tmpdir(), "airlock-share-page-"));
     relay = await startRelay();
     token = (await relay.mintSession()).token;
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: [
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-background-networking",
-        "--no-first-run",
-        "--disable-component-update",
-        "--disable-sync",
-      ],
-    });
+    browser = await launchChromium();
     context = await browser.newContext({
       acceptDownloads: true,
       viewport: { width: 1000, height: 800 },

@@ -1,27 +1,17 @@
 import { spawn } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
-import { existsSync } from "node:fs";
-import { mkdir, mkdtemp, readFile, readdir, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, readFile, readdir, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
-import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
+import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startFaultProxy, type FaultProxy } from "../fixtures/fault-proxy";
 import { prepareShim, runShim } from "../shim/run-shim";
+import { ARTIFACTS, launchChromium } from "../support/chromium";
 import { startRelay, type RunningRelay } from "../support/relay";
+import type { CreatedRequest } from "../../src/services/upload-requests";
 
-const CHROMIUM = "/usr/bin/chromium";
-const ARTIFACTS = fileURLToPath(new URL("../../test-artifacts/", import.meta.url));
 const sha256 = (bytes: Uint8Array) => createHash("sha256").update(bytes).digest("hex");
-
-interface Created {
-  requestId: string;
-  url: string;
-  name: string | null;
-  maxBytes: number;
-  expiresAt: string;
-}
 
 /** Runs curl and collects its exit code, stdout and the HTTP status it printed last. */
 function curl(
@@ -53,31 +43,14 @@ describe("the upload page in a real browser (Debian chromium under playwright-co
   const cspErrors: string[] = [];
 
   beforeAll(async () => {
-    if (!existsSync(CHROMIUM))
-      throw new Error(
-        `${CHROMIUM} is missing: install Debian's chromium with ` +
-          "`apt-get update && apt-get install -y --no-install-recommends chromium`",
-      );
     prepareShim();
-    await mkdir(ARTIFACTS, { recursive: true });
     dir = await mkdtemp(join(tmpdir(), "airlock-upload-page-"));
     relay = await startRelay();
     // Between the browser and the relay, so a test can drop one part's connection. The relay
     // sees the proxy's host, so the links it mints point at the proxy.
     proxy = await startFaultProxy({ target: relay.url, host: "preserve" });
     token = (await relay.mintSession()).token;
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: [
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-background-networking",
-        "--no-first-run",
-        "--disable-component-update",
-        "--disable-sync",
-      ],
-    });
+    browser = await launchChromium();
     context = await browser.newContext({ viewport: { width: 1000, height: 800 } });
   });
   afterAll(async () => {
@@ -90,10 +63,10 @@ describe("the upload page in a real browser (Debian chromium under playwright-co
   const shimEnv = (url = proxy.url) => ({ AIRLOCK_URL: url, AIRLOCK_TOKEN: token });
 
   /** `airlock request … --json` through the proxy, as an agent would run it. */
-  async function request(args: string[] = []): Promise<Created> {
+  async function request(args: string[] = []): Promise<CreatedRequest> {
     const result = await runShim(["request", ...args, "--json"], { env: shimEnv() });
     expect(result.code, result.stderr).toBe(0);
-    const created = JSON.parse(result.stdout) as Created;
+    const created = JSON.parse(result.stdout) as CreatedRequest;
     expect(created.url.startsWith(`${proxy.url}/u/`)).toBe(true);
     return created;
   }

@@ -8,18 +8,11 @@ import { backends } from "../support/backends";
 import { randomBytes, sha256Hex } from "../support/bytes";
 import { ADMIN_TOKEN, errorOf, ORIGIN, RelayClient } from "../support/relay-client";
 import { partBytes, partDigests } from "../support/send";
+import type { CreatedRequest } from "../../src/services/upload-requests";
 
 const MiB = 1024 * 1024;
 /** Two parts: one full 8 MiB part and a short last one. */
 const TWO_PARTS = 8 * MiB + 4096;
-
-interface Created {
-  requestId: string;
-  url: string;
-  name: string | null;
-  maxBytes: number;
-  expiresAt: string;
-}
 
 interface LinkState {
   status: "uploading" | "verifying" | "received";
@@ -47,14 +40,14 @@ for (const backend of backends()) {
     const client = new RelayClient(backend.env);
     const config = readConfig(backend.env);
 
-    async function createRequest(token: string, body: unknown = {}): Promise<Created> {
+    async function createRequest(token: string, body: unknown = {}): Promise<CreatedRequest> {
       const response = await client.call("POST", "/v1/requests", { token, json: body });
       expect(response.status, await response.clone().text()).toBe(201);
       return response.json();
     }
 
     /** The link's path on the relay: `/u/<token>`. */
-    const linkPath = (created: Created) => new URL(created.url).pathname;
+    const linkPath = (created: CreatedRequest) => new URL(created.url).pathname;
 
     async function start(path: string, bytes: Uint8Array, fields: Record<string, unknown> = {}) {
       return client.call("POST", `${path}/uploads`, {

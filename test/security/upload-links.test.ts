@@ -1,14 +1,10 @@
 import { createHash, randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startRelay, type RunningRelay } from "../support/relay";
+import type { CreatedRequest } from "../../src/services/upload-requests";
 
 const sha256 = (bytes: Uint8Array) => createHash("sha256").update(bytes).digest("hex");
 const base64 = (hex: string) => Buffer.from(hex, "hex").toString("base64");
-
-interface Created {
-  requestId: string;
-  url: string;
-}
 
 /**
  * What a stranger holding an upload link can do: upload one file, within maxBytes, to the
@@ -28,14 +24,14 @@ describe("upload links under attack", () => {
     return relay.mintSession();
   }
 
-  async function createRequest(token: string, body: object = {}): Promise<Created> {
+  async function createRequest(token: string, body: object = {}): Promise<CreatedRequest> {
     const response = await fetch(`${relay.url}/v1/requests`, {
       method: "POST",
       headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
       body: JSON.stringify(body),
     });
     expect(response.status).toBe(201);
-    return (await response.json()) as Created;
+    return (await response.json()) as CreatedRequest;
   }
 
   const put = (url: string, body: Uint8Array) =>

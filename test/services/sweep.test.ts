@@ -25,6 +25,7 @@ import {
   type UploadAnswer,
 } from "../support/send";
 import { depsAt as depsAtClock } from "../support/deps";
+import type { CreatedRequest } from "../../src/services/upload-requests";
 
 const DAY = 86_400_000;
 
@@ -155,26 +156,21 @@ for (const backend of backends()) {
     describe("upload links", () => {
       const TWO_PARTS = 8 * 1024 * 1024 + 4096;
 
-      interface Created {
-        requestId: string;
-        url: string;
-        expiresAt: string;
-      }
       interface LinkState {
         status: string;
         uploadId: string;
         missing?: number[];
       }
 
-      async function createRequest(token: string, body: object = {}): Promise<Created> {
+      async function createRequest(token: string, body: object = {}): Promise<CreatedRequest> {
         const response = await client.call("POST", "/v1/requests", { token, json: body });
         expect(response.status, await response.clone().text()).toBe(201);
         return response.json();
       }
 
-      const linkPath = (created: Created) => new URL(created.url).pathname;
+      const linkPath = (created: CreatedRequest) => new URL(created.url).pathname;
 
-      async function startUpload(created: Created, bytes: Uint8Array): Promise<LinkState> {
+      async function startUpload(created: CreatedRequest, bytes: Uint8Array): Promise<LinkState> {
         const response = await client.call("POST", `${linkPath(created)}/uploads`, {
           json: {
             name: "asked.bin",
@@ -187,7 +183,12 @@ for (const backend of backends()) {
         return response.json();
       }
 
-      async function sendPart(created: Created, state: LinkState, bytes: Uint8Array, n: number) {
+      async function sendPart(
+        created: CreatedRequest,
+        state: LinkState,
+        bytes: Uint8Array,
+        n: number,
+      ) {
         const part = partBytes(bytes, partSizeFor(bytes.byteLength), n);
         const path = `${linkPath(created)}/uploads/${state.uploadId}/parts/${n}`;
         const response = await client.call("PUT", path, {
@@ -200,7 +201,7 @@ for (const backend of backends()) {
         expect(response.status, await response.clone().text()).toBe(204);
       }
 
-      async function sendAll(created: Created, bytes: Uint8Array): Promise<LinkState> {
+      async function sendAll(created: CreatedRequest, bytes: Uint8Array): Promise<LinkState> {
         const state = await startUpload(created, bytes);
         for (const n of state.missing ?? []) await sendPart(created, state, bytes, n);
         const path = `${linkPath(created)}/uploads/${state.uploadId}/complete`;

@@ -8,7 +8,8 @@ import { describe, expect, it } from "vitest";
 import type { SendResult } from "../../agent-shim/src/upload/send-result";
 import { MIN_PART_BYTES } from "../../src/part-plan";
 import { relaySuite } from "../support/relay-suite";
-import { SHIM, collectRun, failureLine, relayEnv, runShim, type ShimResult } from "./run-shim";
+import { SHIM, collectRun, failureLine, relayEnv, runShim } from "./run-shim";
+import { sentLine } from "./sent-line";
 
 const MiB = 1024 * 1024;
 const suite = relaySuite({}, "airlock-send-options-");
@@ -20,14 +21,6 @@ async function session() {
   const cwd = await mkdtemp(join(suite.dir, "work-"));
   const env = { ...relayEnv(suite.relay.url, token), XDG_CACHE_HOME: join(cwd, ".cache") };
   return { token, cwd, env };
-}
-
-function sentLine(result: ShimResult): SendResult {
-  expect(result.stderr, result.stderr).toBe("");
-  expect(result.code).toBe(0);
-  const lines = result.stdout.trim().split("\n");
-  expect(lines).toHaveLength(1);
-  return JSON.parse(lines[0]!) as SendResult;
 }
 
 /** Seconds from now until an ISO time. */

@@ -8,6 +8,7 @@ import type { SendResult } from "../../agent-shim/src/upload/send-result";
 import { MULTIPART_THRESHOLD_BYTES } from "../../src/part-plan";
 import { relaySuite } from "../support/relay-suite";
 import { SHIM, collectRun, failureLine, relayEnv, runShim, type ShimResult } from "./run-shim";
+import { sentLine } from "./sent-line";
 
 const MiB = 1024 * 1024;
 const suite = relaySuite({}, "airlock-send-stdin-");
@@ -88,14 +89,6 @@ describe("airlock send - (standard input)", () => {
     expect(got.code).toBe(0);
     const written = await readFile(join(cwd, sent.name));
     expect(sha256(written)).toBe(expected);
-  }
-
-  function sentLine(result: ShimResult): SendResult {
-    expect(result.stderr, result.stderr).toBe("");
-    expect(result.code).toBe(0);
-    const lines = result.stdout.trim().split("\n");
-    expect(lines).toHaveLength(1);
-    return JSON.parse(lines[0]!) as SendResult;
   }
 
   it.each([

@@ -5,8 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 
-const root = fileURLToPath(new URL("../..", import.meta.url));
-const wranglerBin = join(root, "node_modules/wrangler/bin/wrangler.js");
+const checkout = fileURLToPath(new URL("../..", import.meta.url));
 
 export const TEST_ADMIN_TOKEN = "e2e-admin-token";
 const TEST_SIGNING_KEY = "e2e-signing-key-0123456789abcdef0123";
@@ -33,6 +32,8 @@ export interface RelayOptions {
   storage?: "r2" | "s3";
   /** Extra Worker vars (S3_* for the s3 backend, limits, TTLs). */
   vars?: Record<string, string>;
+  /** The copy of the project `wrangler dev` runs from; default this checkout. */
+  root?: string;
 }
 
 /** A free TCP port on 127.0.0.1. */
@@ -52,6 +53,8 @@ export function freePort(): Promise<number> {
  * local R2/D1 state in a temp dir, with the production migrations applied.
  */
 export async function startRelay(options: RelayOptions = {}): Promise<RunningRelay> {
+  const root = options.root ?? checkout;
+  const wranglerBin = join(root, "node_modules/wrangler/bin/wrangler.js");
   const state = await mkdtemp(join(tmpdir(), "airlock-relay-"));
   const env = {
     ...process.env,

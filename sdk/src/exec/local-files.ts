@@ -23,9 +23,11 @@ import {
 } from "./collect.js";
 import type { ExecAdapter } from "./exec.js";
 import { withHasher } from "./probe.js";
-import { gzipMayPay, recordRate } from "./rates.js";
+import { recordRate } from "./rates.js";
 import {
+  SAMPLE_BYTES,
   checkPush,
+  gzipAllowed,
   gzipPays,
   pushArgv,
   pushStream,
@@ -33,7 +35,7 @@ import {
   type PushOptions,
   type PushResult,
 } from "./push.js";
-import { COLLECT_MAGIC, collectScript } from "./sandbox-scripts.js";
+import { COLLECT_MAGIC, collectScript, type SandboxCommands } from "./sandbox-scripts.js";
 
 /** Options for {@link pushLocalFile}. */
 export interface PushLocalOptions extends PushOptions {
@@ -51,7 +53,6 @@ export interface CollectedFile {
 }
 
 const READ_BYTES = 1024 * 1024;
-const SAMPLE_BYTES = 64 * 1024;
 
 /**
  * Pushes the local file `localPath` into the sandbox at `path`: checked by SHA-256 there and
@@ -74,8 +75,7 @@ export async function pushLocalFile(
       pushStream(exec, Readable.toWeb(createReadStream(localPath)) as ReadableStream, path, source);
     if (!exec.runWithFiles || exec.stdin === false) return await streamed();
     const commands = await withHasher(exec);
-    if (commands.inflate !== undefined && (await gzipWanted(exec, handle, options)))
-      return await streamed();
+    if (await gzipWanted(exec, commands, handle, options)) return await streamed();
     const started = performance.now();
     const exit = await exec.runWithFiles(pushArgv(commands, path, source, "identity"), {
       stdin: handle.fd,
@@ -86,14 +86,15 @@ export async function pushLocalFile(
   }
 }
 
-/** Whether a push should gzip, as {@link pushStream} would decide it. */
+/** Whether a push should gzip, as {@link pushStream} decides it. */
 async function gzipWanted(
   exec: ExecAdapter,
+  commands: SandboxCommands,
   handle: FileHandle,
   options: PushOptions,
 ): Promise<boolean> {
+  if (!gzipAllowed(exec, commands, options)) return false;
   if (options.compress === "always") return true;
-  if (options.compress === "never" || !gzipMayPay(exec, "push")) return false;
   const sample = Buffer.alloc(SAMPLE_BYTES);
   const { bytesRead } = await handle.read(sample, 0, SAMPLE_BYTES, 0);
   return gzipPays(sample.subarray(0, bytesRead));

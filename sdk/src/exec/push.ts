@@ -58,7 +58,7 @@ export interface PushSource extends PushOptions {
   size: number;
 }
 
-const SAMPLE_BYTES = 64 * 1024;
+export const SAMPLE_BYTES = 64 * 1024;
 /** Raw bytes per base64 command: 48 KiB encodes to exactly 64 KiB. */
 const CHUNK_RAW_BYTES = 48 * 1024;
 const MAX_BASE64_BYTES = 16 * 1024 * 1024;
@@ -108,9 +108,7 @@ async function push(
       size: options.size,
     });
 
-  const canGzip =
-    commands.inflate !== undefined && (options.compress === "always" || gzipMayPay(exec, "push"));
-  const { stream, gzip } = await maybeGzip(source, options, canGzip);
+  const { stream, gzip } = await maybeGzip(source, options, gzipAllowed(exec, commands, options));
   const encoding = gzip ? "gzip" : "identity";
   const started = performance.now();
   const exit = await runSmall(
@@ -192,6 +190,19 @@ function pushFailure(
   exit: { code: number; stderr: string },
 ): AirlockError {
   return execFailure(exec, `push to ${path}`, exit, PUSH_EXIT_CODES[exit.code] ?? "exec_failed");
+}
+
+/**
+ * Whether a push may gzip: the sandbox can inflate, it is not `never`, and for `auto` this
+ * adapter's earlier pushes have not shown plain bytes to go faster (then the first 64 KiB decide).
+ */
+export function gzipAllowed(
+  exec: ExecAdapter,
+  commands: SandboxCommands,
+  options: PushOptions,
+): boolean {
+  if (commands.inflate === undefined || options.compress === "never") return false;
+  return options.compress === "always" || gzipMayPay(exec, "push");
 }
 
 /** Whether the first 64 KiB of `sample` shrink by 10 % or more under gzip -1. */
