@@ -1,4 +1,5 @@
-import { access } from "node:fs/promises";
+import { access, copyFile, mkdir } from "node:fs/promises";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Measured, Meter } from "./measure";
 import type { Session } from "./relay-api";
@@ -48,9 +49,28 @@ export function shimEnv(
   };
 }
 
+const installed = new Map<string, Promise<string>>();
+
 /**
- * `node dist/airlock.mjs send <path> --json` as an agent runs it, timed from spawn to exit. Its
- * temp files go to `tmpDir`; `gzipLevel` sets `AIRLOCK_GZIP_LEVEL` (the shim's default otherwise).
+ * The shim as the README installs it, once per `tmpDir`: the bundle copied to a file named
+ * `airlock` (no extension, which Node runs as CommonJS, not through its ES module loader).
+ */
+export function installedShim(tmpDir: string): Promise<string> {
+  let path = installed.get(tmpDir);
+  if (!path) {
+    const bin = join(tmpDir, "bin");
+    path = mkdir(bin, { recursive: true })
+      .then(() => copyFile(SHIM, join(bin, "airlock")))
+      .then(() => join(bin, "airlock"));
+    installed.set(tmpDir, path);
+  }
+  return path;
+}
+
+/**
+ * `airlock send <path> --json` as an agent runs it (the shim as installed, under this Node),
+ * timed from spawn to exit. Its temp files go to `tmpDir`; `gzipLevel` sets
+ * `AIRLOCK_GZIP_LEVEL` (the shim's default otherwise).
  */
 export async function shimSend(
   meter: Meter,
@@ -60,7 +80,8 @@ export async function shimSend(
 ): Promise<ShimSend> {
   const env = shimEnv(session, options.tmpDir, options.env);
   if (options.gzipLevel !== undefined) env.AIRLOCK_GZIP_LEVEL = String(options.gzipLevel);
-  const run = await meter.run(process.execPath, [SHIM, "send", path, "--json"], { env });
+  const shim = await installedShim(options.tmpDir);
+  const run = await meter.run(process.execPath, [shim, "send", path, "--json"], { env });
   const result = JSON.parse(run.stdout.trim().split("\n").pop()!) as SendJson;
   return { ...run, result };
 }

@@ -2,8 +2,9 @@
 // Makes sure the Debian tools the tests use are installed: chromium (the share page's browser
 // tests), dash and busybox (the POSIX shim's tests), openssh-server and openssh-client (a
 // throwaway sshd on 127.0.0.1 for the SDK's ssh exec adapter, as root or not; ssh and scp for
-// its bench). As root with apt-get it installs whatever is missing; otherwise it stops at
-// once, naming the command to run. Idempotent: does nothing when every tool is there.
+// its bench), openssl (a certificate for the shim's https test). As root with apt-get it
+// installs whatever is missing; otherwise it stops at once, naming the command to run.
+// Idempotent: does nothing when every tool is there.
 import { spawnSync } from "node:child_process";
 import { accessSync, constants } from "node:fs";
 import { delimiter, join } from "node:path";
@@ -15,6 +16,7 @@ const TOOLS = {
   busybox: "busybox",
   "openssh-server": "/usr/sbin/sshd",
   "openssh-client": "ssh",
+  openssl: "openssl",
 };
 
 function executable(path) {

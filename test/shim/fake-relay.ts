@@ -1,5 +1,6 @@
 import { createHash, randomBytes } from "node:crypto";
 import http from "node:http";
+import https from "node:https";
 import type { AddressInfo } from "node:net";
 import { gunzipSync } from "node:zlib";
 import { partCount, partLength, partSizeFor } from "../../src/part-plan";
@@ -145,7 +146,12 @@ export interface FakeRelay {
 const sha256 = (bytes: Buffer) => createHash("sha256").update(bytes).digest("hex");
 const id = (prefix: string) => `${prefix}_${randomBytes(6).toString("hex")}`;
 
-export async function startFakeRelay(): Promise<FakeRelay> {
+/** How the fake relay listens: plain http, or https with this key and certificate. */
+export interface FakeRelayOptions {
+  tls?: { key: string; cert: string };
+}
+
+export async function startFakeRelay(options: FakeRelayOptions = {}): Promise<FakeRelay> {
   const calls: Call[] = [];
   const files = new Map<string, FileRecord & { bytes: Buffer }>();
   const contentOverrides = new Map<string, ContentOverride>();
@@ -275,7 +281,7 @@ export async function startFakeRelay(): Promise<FakeRelay> {
     return record;
   }
 
-  const server = http.createServer(async (req, res) => {
+  const handle: http.RequestListener = async (req, res) => {
     const part = /^\/part\/([^/?]+)\/(\d+)(\?|$)/.exec(req.url ?? "");
     if (req.method === "PUT" && part) {
       calls.push({ method: "PUT", path: `/part/${part[1]}/${part[2]}`, headers: req.headers });
@@ -484,10 +490,12 @@ export async function startFakeRelay(): Promise<FakeRelay> {
       return;
     }
     refuse({ status: 404, code: "not_found", message: `no route ${route}` });
-  });
+  };
+  const server = options.tls ? https.createServer(options.tls, handle) : http.createServer(handle);
 
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const scheme = options.tls ? "https" : "http";
+  base = `${scheme}://127.0.0.1:${(server.address() as AddressInfo).port}`;
 
   return {
     url: base,

@@ -1,5 +1,5 @@
 import * as http from "node:http";
-import * as https from "node:https";
+import type * as Https from "node:https";
 import type { Readable } from "node:stream";
 import {
   CliError,
@@ -36,13 +36,22 @@ export interface HttpRequest {
 }
 
 /**
+ * node:https, loaded when a URL first needs it: TLS is the costliest of the built-in modules to
+ * load, and a relay on plain http (a sandbox beside it) never needs it. The bundle is CommonJS.
+ */
+function https(): typeof Https {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded on first use, by design
+  return require("node:https") as typeof Https;
+}
+
+/**
  * Sends a request over node:http/https (not fetch, so that Content-Length and streaming stay in
  * our hands) and resolves with the response once its head arrives. Connection failures reject with
  * a `NetworkError`; a failing body stream rejects with its own error.
  */
 export function request(req: HttpRequest): Promise<http.IncomingMessage> {
   const url = new URL(req.url);
-  const client = url.protocol === "https:" ? https : http;
+  const client = url.protocol === "https:" ? https() : http;
   const headers = { "user-agent": USER_AGENT, ...req.headers };
   return new Promise((resolve, reject) => {
     let settled = false;
