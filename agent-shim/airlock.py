@@ -4,7 +4,8 @@
 #   python3 -c "import urllib.request,sys; urllib.request.urlretrieve(sys.argv[1]+'/shim/airlock.py', '/usr/local/bin/airlock')" "$AIRLOCK_URL" && chmod +x /usr/local/bin/airlock
 #
 # Python 3.8 or newer, standard library only. The same commands, output lines, JSON fields and
-# exit codes as the Node shim (/shim/airlock.mjs): send, get, pull, ls. Everything is streamed:
+# exit codes as the Node shim (/shim/airlock.mjs): send, get, pull, request, link, rm, ls (not
+# tool-schema). Everything is streamed:
 # memory stays flat whatever the size of a file.
 import errno
 import hashlib
@@ -51,28 +52,32 @@ MiB = 1024 * 1024
 MIN_PART_BYTES = 8 * MiB
 MAX_PARTS = 10000
 MULTIPART_THRESHOLD_BYTES = 64 * MiB
+SINGLE_UPLOAD_MAX_BYTES = MiB  # stdin that ends within this is held whole in memory
+STDIN = "-"
 MAX_NAME_BYTES = 255
 MAX_EXTENSION_BYTES = 32
 ARCHIVE_TYPE = "application/gzip"
 USER_AGENT = "airlock-shim/%s python/%d.%d.%d" % ((VERSION,) + tuple(sys.version_info[:3]))
 
 USAGE = {
-    "send": "airlock send <path>... [--to <platform:id>]... [--caption <text>] [--wait] [--json] [--media-tag]",
+    "send": "airlock send <path|->... [--name <name>] [--to <platform:id>]... [--caption <text>] [--expires <duration>] [--max-downloads <n>] [--wait] [--json] [--media-tag]",
     "get": "airlock get <fileId|shareUrl> [-o <path>] [--extract] [--max-bytes <n>]",
     "pull": "airlock pull [--dir <dir>] [--wait] [--timeout <duration>] [--extract] [--max-bytes <n>] [--readonly] [--json]",
+    "request": "airlock request [--name <hint>] [--max-bytes <n>] [--expires <duration>] [--json]",
     "link": "airlock link <fileId> [--expires <duration>] [--max-downloads <n>] [--json]",
     "rm": "airlock rm <fileId>",
     "ls": "airlock ls [--json]",
-    "global": "airlock <send|get|pull|link|rm|ls> ... | airlock <command> --help | airlock --help | airlock --version",
+    "global": "airlock <send|get|pull|request|link|rm|ls> ... | airlock <command> --help | airlock --help | airlock --version",
 }
 
 HELP = """airlock: move files between this sandbox and people, through an Airlock relay
-(the Python shim: the Node shim's commands but request and tool-schema)
+(the Python shim: the Node shim's commands but tool-schema)
 
 Usage
   %(send)s
   %(get)s
   %(pull)s
+  %(request)s
   %(link)s
   %(rm)s
   %(ls)s
@@ -83,7 +88,8 @@ Commands
           a directory is sent as one <dir>.tar.gz (symlinks kept as links, modes and mtimes
           kept); with --to, also deliver each file to those chats. Stored bytes over 64 MiB
           go up in parts, several at once; a large send that failed or was killed resumes
-          when run again, sending only the parts the store does not hold yet
+          when run again, sending only the parts the store does not hold yet. - sends standard
+          input (with --name)
   get     download a file by id or share URL, verifying its SHA-256, and print the path written
   pull    write the files people sent to this sandbox into a directory, verified, never
           overwriting (report.pdf, then "report (1).pdf"), and print a line per file:
@@ -94,6 +100,9 @@ Commands
           named on stderr (item id and name), stays in the inbox, and pull goes on with
           the others, then exits 1. With nothing waiting, it says so on stderr and exits 0
           at once, unless --wait
+  request ask a person for a file: print an upload link (.../u/<token>) to show them in any
+          chat or terminal. They open it in a browser (or run curl -T <file> <link>); the
+          file arrives in this sandbox's inbox, for pull. The link takes one file
   link    print a fresh share link to one of this session's files, with an expiry and a
           download limit of its own; the file's other links are not changed
   rm      delete one of this session's files and print "deleted <fileId>": it leaves ls and
@@ -101,20 +110,28 @@ Commands
   ls      list this session's files
 
 Options
+  --name <name>        send: the name to send the file under: needed for -, and for one
+                       path only
+  --name <hint>        request: the file name suggested to the person
   --to <platform:id>   deliver to a chat: telegram:<chatId>, discord:<channelId>,
                        slack:<channelId> or whatsapp:<wa_id> (the person's number, digits
                        only); repeat for several (the session must allow each)
   --caption <text>     caption for --to deliveries
   --json               one JSON object per file per line on stdout (send: expiresAt is
-                       when the link stops working, fileExpiresAt when the file goes)
+                       when the link stops working, fileExpiresAt when the file goes);
+                       request prints { requestId, url, name, maxBytes, expiresAt }
   --wait               send: wait until the relay has verified each file (a large gzip or
                        multipart upload is "status":"pending" until then, and not yet a
                        dedup target); a file that fails the check fails the send
   --expires <duration> link: how long the link works (90s, 10m, 24h, 7d, 1h30m, or
                        seconds; default: the relay's link lifetime, cut at the file's
-                       expiry); a link cannot outlive its file
+                       expiry); a link cannot outlive its file. send: print a link minted
+                       to work this long instead of the default one. request: how long
+                       the link takes an upload (default: the relay's link lifetime,
+                       never past the session's end)
   --max-downloads <n>  link: serve the file at most <n> times through this link (counted
-                       in bytes: n x its size), then refuse with 410
+                       in bytes: n x its size), then refuse with 410. send: print a link
+                       with that limit
   --media-tag          send prints MEDIA:<url> instead of the bare URL (with --json: before
                        each JSON line), for gateways that route MEDIA: lines
   -o, --output <path>  where get writes: a file, a directory, or - for stdout
@@ -127,7 +144,8 @@ Options
                        or long-name headers over 1 MiB
   --max-bytes <n>      get, pull --extract: refuse an archive holding more than <n> bytes
                        of files (K, M, G, T: powers of 1024; default 10G); nothing of it
-                       is kept
+                       is kept. request: the largest file the link takes (default: the
+                       relay's limit)
   --dir <dir>          where pull writes (default: $AIRLOCK_INBOX_DIR when it is set,
                        else %(dir)s/ in the current directory; created if missing)
   --wait               pull: when nothing is waiting, wait until something arrives
@@ -1068,9 +1086,12 @@ class Sender(object):
             for chunk in read_chunks(stored.path):
                 parts.update(chunk)
             digests = parts.finish_parts()
-        key = {"relayUrl": self.relay.url, "path": os.path.abspath(source[0]), "size": size, "mtimeMs": source[1]}
+        # Standard input (no source) cannot be read again by a later run: its upload is not saved.
+        key = None
+        if source is not None:
+            key = {"relayUrl": self.relay.url, "path": os.path.abspath(source[0]), "size": size, "mtimeMs": source[1]}
         form = dict((k, declaration[k]) for k in ("sha256", "encoding", "storedSize", "storedSha256"))
-        upload = self.resumable(key, form, part_size, name)
+        upload = self.resumable(key, form, part_size, name) if key is not None else None
         if upload is not None and upload["status"] == "completed":
             self.states.remove(key)
             return upload["file"], False, 0
@@ -1083,10 +1104,11 @@ class Sender(object):
             if answer["status"] != "multipart":
                 return self.send_whole(declaration, stored, answer)
             upload = answer
-            saved = dict(key)
-            saved.update(form)
-            saved.update({"partSize": part_size, "uploadId": upload["uploadId"], "createdAt": now_iso()})
-            self.states.save(saved)
+            if key is not None:
+                saved = dict(key)
+                saved.update(form)
+                saved.update({"partSize": part_size, "uploadId": upload["uploadId"], "createdAt": now_iso()})
+                self.states.save(saved)
         upload_id = upload["uploadId"]
         uploaded = self.put_parts(upload, stored, part_size, digests, name)
         try:
@@ -1102,7 +1124,8 @@ class Sender(object):
                 record = self.relay.complete(upload_id, name)
             else:
                 raise
-        self.states.remove(key)
+        if key is not None:
+            self.states.remove(key)
         return record, False, uploaded
 
     def resumable(self, key, form, part_size, name):
@@ -1180,6 +1203,9 @@ def cmd_send(args):
         "json": (False, None, False),
         "wait": (False, None, False),
         "media-tag": (False, None, False),
+        "name": (True, None, False),
+        "expires": (True, None, False),
+        "max-downloads": (True, None, False),
         "help": (False, "h", False),
     }
     values, paths = parse_args(args, spec, USAGE["send"])
@@ -1196,13 +1222,23 @@ def cmd_send(args):
             raise UsageError("--to %s is not %s; usage: %s" % (to, DESTINATION_SHAPES, USAGE["send"]))
     if values.get("caption") is not None and not destinations:
         raise UsageError("--caption needs --to; usage: " + USAGE["send"])
+    rename = checked_name(values.get("name"), paths)
+    link = link_options(values.get("expires"), values.get("max-downloads"), USAGE["send"])
     policy = Policy()
     relay = Relay(policy)
     sender = Sender(relay, policy)
-    kinds = [(path, check_sendable(path)) for path in paths]
+    kinds = [(path, path != STDIN and check_sendable(path)) for path in paths]
     failed = False
     for path, is_dir in kinds:
-        result = send_directory(path, sender) if is_dir else send_file(path, sender)
+        if path == STDIN:
+            result = send_stdin(rename, sender)
+        elif is_dir:
+            result = send_directory(path, sender, rename)
+        else:
+            result = send_file(path, sender, rename)
+        if link is not None:
+            minted = mint_link(relay, result["fileId"], link)
+            result["url"], result["expiresAt"] = minted.get("url"), minted.get("expiresAt")
         if result["status"] == "pending":
             if values.get("wait"):
                 wait_verified(relay, result)
@@ -1220,6 +1256,20 @@ def cmd_send(args):
         if values.get("json"):
             out(to_json(result))
     return 1 if failed else 0
+
+
+def checked_name(name, paths):
+    """--name: required with -, allowed with one path, held to the name rule before anything is read."""
+    if name is None:
+        if STDIN in paths:
+            raise UsageError("sending - (standard input) needs --name; usage: " + USAGE["send"])
+        return None
+    if len(paths) != 1:
+        raise UsageError("--name names one file; give one path or -; usage: " + USAGE["send"])
+    problem = name_problem(name)
+    if problem:
+        raise UsageError("--name %s %s; usage: %s" % (to_json(name), problem, USAGE["send"]))
+    return name
 
 
 def check_sendable(path):
@@ -1258,9 +1308,9 @@ def result_of(record, deduped, uploaded):
     }
 
 
-def send_file(path, sender):
+def send_file(path, sender, rename=None):
     relay = sender.relay
-    name = os.path.basename(path.rstrip("/")) or path
+    name = rename or os.path.basename(path.rstrip("/")) or path
     try:
         with open(path, "rb") as handle:
             info = os.fstat(handle.fileno())
@@ -1317,7 +1367,7 @@ def send_file(path, sender):
                 pass
 
 
-def send_directory(path, sender):
+def send_directory(path, sender, rename=None):
     try:
         mtime = mtime_ms(os.stat(path))
     except OSError as err:
@@ -1325,7 +1375,7 @@ def send_directory(path, sender):
     archive, files = archive_directory(path, sender.level)
     try:
         declaration = {
-            "name": archive_name(path),
+            "name": rename or archive_name(path),
             "size": archive.size,
             "sha256": archive.sha256,
             "contentType": ARCHIVE_TYPE,
@@ -1340,6 +1390,120 @@ def send_directory(path, sender):
         return result
     finally:
         archive.dispose()
+
+
+def send_stdin(name, sender):
+    """`send -`: standard input, read as it comes. Whole in memory if it ends within the
+    one-request limit; otherwise spooled to a temp file while it is hashed and gzipped (where
+    the start of it shows gzip pays), then sent as any stored bytes are (in parts above the
+    multipart threshold). Never resumed: a later run cannot read the same input again."""
+    stored = None
+    try:
+        declaration, stored = spool_stdin(name, sender.level)
+        record, deduped, uploaded = sender.send_stored(declaration, stored, None)
+        return result_of(record, deduped, uploaded)
+    finally:
+        if stored is not None:
+            stored.dispose()
+
+
+def read_stdin():
+    try:
+        return os.read(0, CHUNK)
+    except OSError as err:
+        raise fs_error("read", "standard input", err)
+
+
+def spool_stdin(name, level):
+    """Reads standard input once: (declaration, stored bytes in a temp file)."""
+    head, length = [], 0
+    while length <= SINGLE_UPLOAD_MAX_BYTES:
+        chunk = read_stdin()
+        if not chunk:
+            return stored_in_temp(*describe_in_memory(b"".join(head), name, level))
+        head.append(chunk)
+        length += len(chunk)
+    sample = b"".join(head)[:SAMPLE_BYTES]
+    content_type, compressed = sniff(sample, True)
+    gzip = gzip_pays(length, sample, compressed, level)
+    temp = temp_path(tmpdir(), "airlock-stdin-", ".gz" if gzip else ".bin")
+    # The total is still unknown: part digests at the smallest part size fit every input up
+    # to tens of GB, and a pass of their own is taken for the rest.
+    original = Digests(None if gzip else MIN_PART_BYTES)
+    stored = Digests(MIN_PART_BYTES) if gzip else original
+    z = zlib.compressobj(level, zlib.DEFLATED, 31) if gzip else None
+    try:
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as sink:
+
+            def keep(data):
+                if data:
+                    stored.update(data)
+                    sink.write(data)
+
+            chunk = b"".join(head)
+            del head[:]  # given away: memory holds no more than the chunk in flight
+            while chunk:
+                if z:
+                    original.update(chunk)
+                    keep(z.compress(chunk))
+                else:
+                    keep(chunk)
+                chunk = read_stdin()
+            if z:
+                keep(z.flush())
+    except OSError as err:
+        release(temp)
+        raise fs_error("write temp file", temp, err)
+    except BaseException:
+        release(temp)
+        raise
+    declaration = {
+        "name": name,
+        "size": original.size,
+        "sha256": original.hash.hexdigest(),
+        "contentType": content_type,
+        "encoding": "gzip" if gzip else "identity",
+        "storedSize": stored.size,
+        "storedSha256": stored.hash.hexdigest(),
+    }
+    parts = stored.finish_parts() if part_size_for(original.size) == MIN_PART_BYTES else None
+    return declaration, Stored(declaration["encoding"], temp, stored.size, declaration["storedSha256"], parts, True)
+
+
+def describe_in_memory(original, name, level):
+    """Bytes small enough to hold: their declaration, and the bytes to store (gzipped where
+    that saves enough)."""
+    content_type, compressed = sniff(original, False)
+    sha256 = hashlib.sha256(original).hexdigest()
+    size = len(original)
+    declaration = {"name": name, "size": size, "sha256": sha256, "contentType": content_type}
+    # Past the sample's size, the sample decides first: random bytes are not gzipped whole.
+    sample = original[:SAMPLE_BYTES]
+    worth_trying = size >= MIN_GZIP_BYTES and not compressed
+    if worth_trying and (size <= SAMPLE_BYTES or gzip_pays(size, sample, compressed, level)):
+        z = zlib.compressobj(level, zlib.DEFLATED, 31)
+        gzipped = z.compress(original) + z.flush()
+        if len(gzipped) <= size * (1 - MIN_GZIP_SAVING):
+            stored_sha256 = hashlib.sha256(gzipped).hexdigest()
+            declaration.update({"encoding": "gzip", "storedSize": len(gzipped), "storedSha256": stored_sha256})
+            return declaration, gzipped
+    declaration.update({"encoding": "identity", "storedSize": size, "storedSha256": sha256})
+    return declaration, original
+
+
+def stored_in_temp(declaration, data):
+    """Bytes held in memory, in a temp file to be PUT."""
+    temp = temp_path(tmpdir(), "airlock-", ".bin")
+    try:
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as sink:
+            sink.write(data)
+    except OSError as err:
+        release(temp)
+        raise fs_error("write temp file", temp, err)
+    stored = Stored(declaration["encoding"], temp, declaration["storedSize"], declaration["storedSha256"], None, True)
+    return declaration, stored
 
 
 def deliver(relay, result, to, caption):
@@ -2412,6 +2576,34 @@ def cmd_ls(args):
 MAX_DOWNLOADS = 1000000
 
 
+def link_options(expires, max_downloads, usage):
+    """--expires and --max-downloads as a link's body, or None when neither is given."""
+    if expires is None and max_downloads is None:
+        return None
+    body = {}
+    if expires is not None:
+        body["ttlSeconds"] = parse_duration(expires, "--expires", usage)
+    if max_downloads is not None:
+        n = int(max_downloads.strip()) if re.match(r"^\d+$", max_downloads.strip()) else 0
+        if n < 1 or n > MAX_DOWNLOADS:
+            raise UsageError(
+                "--max-downloads must be a whole number from 1 to %d, not %s; usage: %s" % (MAX_DOWNLOADS, max_downloads, usage)
+            )
+        body["maxDownloads"] = n
+    return body
+
+
+def mint_link(relay, file_id, body):
+    path = "/v1/files/%s/links" % quote(file_id, safe="")
+    try:
+        return relay.call("POST", path, "a new link to file " + file_id, body)
+    except RefusalError as err:
+        # The relay names its JSON field; the person typed --expires.
+        if "ttlSeconds: " in err.message:
+            err.message = err.message.replace("ttlSeconds: ", "--expires: ")
+        raise
+
+
 def cmd_link(args):
     spec = {
         "expires": (True, None, False),
@@ -2425,28 +2617,42 @@ def cmd_link(args):
     if len(positionals) != 1 or not positionals[0]:
         raise UsageError("link takes exactly one file id; usage: " + USAGE["link"])
     file_id = positionals[0]
-    body = {}
-    if values.get("expires") is not None:
-        body["ttlSeconds"] = parse_duration(values["expires"], "--expires", USAGE["link"])
-    if values.get("max-downloads") is not None:
-        text = values["max-downloads"]
-        n = int(text.strip()) if re.match(r"^\d+$", text.strip()) else 0
-        if n < 1 or n > MAX_DOWNLOADS:
-            raise UsageError(
-                "--max-downloads must be a whole number from 1 to %d, not %s; usage: %s" % (MAX_DOWNLOADS, text, USAGE["link"])
-            )
-        body["maxDownloads"] = n
-    path = "/v1/files/%s/links" % quote(file_id, safe="")
-    try:
-        minted = Relay(Policy()).call("POST", path, "a new link to file " + file_id, body)
-    except RefusalError as err:
-        if "ttlSeconds: " in err.message:
-            err.message = err.message.replace("ttlSeconds: ", "--expires: ")
-        raise
+    body = link_options(values.get("expires"), values.get("max-downloads"), USAGE["link"]) or {}
+    minted = mint_link(Relay(Policy()), file_id, body)
     if values.get("json"):
         out(to_json({"fileId": file_id, "url": minted.get("url"), "expiresAt": minted.get("expiresAt"), "maxDownloads": minted.get("maxDownloads")}))
     else:
         out(str(minted.get("url")))
+    return 0
+
+
+def cmd_request(args):
+    """`airlock request`: asks a person for a file through an upload link (/u/<token>)."""
+    spec = {
+        "name": (True, None, False),
+        "max-bytes": (True, None, False),
+        "expires": (True, None, False),
+        "json": (False, None, False),
+        "help": (False, "h", False),
+    }
+    values, positionals = parse_args(args, spec, USAGE["request"])
+    if values.get("help"):
+        return out(command_help("request"))
+    if positionals:
+        raise UsageError("request takes no arguments; usage: " + USAGE["request"])
+    body = {}
+    if values.get("name") is not None:
+        body["name"] = values["name"]
+    if values.get("max-bytes") is not None:
+        body["maxBytes"] = max_extract_bytes(values["max-bytes"], USAGE["request"])
+    if values.get("expires") is not None:
+        body["ttlSeconds"] = parse_duration(values["expires"], "--expires", USAGE["request"])
+    action = "the upload link request"
+    created = Relay(Policy()).call("POST", "/v1/requests", action, body)
+    valid = isinstance(created, dict) and all(isinstance(created.get(k), str) for k in ("url", "requestId"))
+    if not valid:
+        raise CliError("relay gave an unexpected answer to " + action)
+    out(to_json(created) if values.get("json") else created["url"])
     return 0
 
 
@@ -2466,7 +2672,15 @@ def cmd_rm(args):
 # ---------------------------------------------------------------------------------------------
 
 
-COMMANDS = {"send": cmd_send, "get": cmd_get, "pull": cmd_pull, "link": cmd_link, "rm": cmd_rm, "ls": cmd_ls}
+COMMANDS = {
+    "send": cmd_send,
+    "get": cmd_get,
+    "pull": cmd_pull,
+    "request": cmd_request,
+    "link": cmd_link,
+    "rm": cmd_rm,
+    "ls": cmd_ls,
+}
 
 
 def main(argv):
@@ -2477,7 +2691,7 @@ def main(argv):
         return COMMANDS[command](argv[1:])
     if command == "help":
         return out(HELP)
-    if command in ("tool-schema", "request"):
+    if command == "tool-schema":
         raise UsageError("%s is not in the Python shim; run it with the Node shim (/shim/airlock.mjs)" % command)
     if not command.startswith("-"):
         raise UsageError("unknown command %s; usage: %s" % (command, USAGE["global"]))
