@@ -52,7 +52,7 @@ MiB = 1024 * 1024
 MIN_PART_BYTES = 8 * MiB
 MAX_PARTS = 10000
 MULTIPART_THRESHOLD_BYTES = 64 * MiB
-SINGLE_UPLOAD_MAX_BYTES = MiB  # stdin that ends within this is held whole in memory
+SINGLE_UPLOAD_MAX_BYTES = MiB  # a file (or stdin) of at most this goes up in one request
 STDIN = "-"
 MAX_NAME_BYTES = 255
 MAX_EXTENSION_BYTES = 32
@@ -661,8 +661,13 @@ class Relay(object):
             if payload is not None:
                 headers["content-type"] = "application/json"
 
+        return self.exchange(method, self.url + path, headers, body, action)
+
+    def exchange(self, method, url, headers, body, action):
+        """One request to the relay, retried per the policy: its JSON answer."""
+
         def attempt():
-            conn, res = open_request(method, self.url + path, headers, body)
+            conn, res = open_request(method, url, headers, body)
             try:
                 text = read_text(res, MAX_JSON_BYTES)
             finally:
@@ -675,6 +680,28 @@ class Relay(object):
             raise status_error(res, text, "relay refused " + action, relay_retryable)
 
         return with_retry(self.policy, ("relay", self.url, action), attempt)
+
+    def single_upload(self, declaration, stored):
+        """`POST /v1/single-uploads`: declares, stores, verifies and registers a small file in
+        one request (the declaration in the query, the stored bytes as the body). None when the
+        relay has no such route (an older relay): the caller declares and PUTs instead."""
+        fields = ("name", "size", "sha256", "contentType", "encoding", "storedSha256")
+        query = "&".join("%s=%s" % (k, quote(str(declaration[k]), safe="")) for k in fields)
+        headers = {
+            "authorization": "Bearer " + self.token,
+            "accept": "application/json",
+            "content-type": "application/octet-stream",
+        }
+        action = "upload of " + declaration["name"]
+        try:
+            record = self.exchange("POST", self.url + "/v1/single-uploads?" + query, headers, stored, action)
+        except RefusalError as err:
+            if err.status == 404 and err.body.get("code") == "not_found":
+                return None
+            raise
+        if not isinstance(record, dict):
+            raise CliError("relay gave an unexpected answer to the " + action)
+        return record
 
     def declare(self, declaration):
         action = "upload of " + declaration["name"]
@@ -1059,6 +1086,15 @@ class Sender(object):
         self.level = integer_var("AIRLOCK_GZIP_LEVEL", GZIP_LEVEL, 1, 9)
         self.states = UploadStates()
 
+    def send_in_one_request(self, declaration, data):
+        """Bytes held in memory, in one request: the send's result, or None when the relay has
+        no one-request route. A dedup hit within the owner scope leaves the body unread."""
+        record = self.relay.single_upload(declaration, data)
+        if record is None:
+            return None
+        deduped = bool(record.get("deduped"))
+        return result_of(record, deduped, 0 if deduped else declaration["storedSize"])
+
     def send_stored(self, declaration, stored, source):
         """Declares the stored form, stores the bytes and completes: (file, deduped, uploaded)."""
         if declaration["storedSize"] > MULTIPART_THRESHOLD_BYTES:
@@ -1309,16 +1345,28 @@ def result_of(record, deduped, uploaded):
 
 
 def send_file(path, sender, rename=None):
+    """A small file goes up in one request. Otherwise (or to a relay without that route): hash,
+    probe for a dedup hit, gzip where it pays, declare, PUT, complete."""
     relay = sender.relay
     name = rename or os.path.basename(path.rstrip("/")) or path
+    whole = None
     try:
         with open(path, "rb") as handle:
             info = os.fstat(handle.fileno())
             sample = handle.read(min(SAMPLE_BYTES, info.st_size))
+            if info.st_size <= SINGLE_UPLOAD_MAX_BYTES:
+                whole = sample + handle.read(SINGLE_UPLOAD_MAX_BYTES + 1 - len(sample))
     except OSError as err:
         raise fs_error("read", path, err)
     size, mtime = info.st_size, mtime_ms(info)
     content_type, compressed = sniff(sample, size > len(sample))
+    if whole is not None:
+        if len(whole) != size:
+            raise changed_while_sending(path)
+        declaration, data = describe_in_memory(whole, name, sender.level, (content_type, compressed))
+        small = sender.send_in_one_request(declaration, data)
+        if small is not None:
+            return small
     pays = gzip_pays(size, sample, compressed, sender.level)
     abandon = threading.Event()
     gzipping = [None]
@@ -1393,13 +1441,20 @@ def send_directory(path, sender, rename=None):
 
 
 def send_stdin(name, sender):
-    """`send -`: standard input, read as it comes. Whole in memory if it ends within the
-    one-request limit; otherwise spooled to a temp file while it is hashed and gzipped (where
-    the start of it shows gzip pays), then sent as any stored bytes are (in parts above the
-    multipart threshold). Never resumed: a later run cannot read the same input again."""
+    """`send -`: standard input, read as it comes. Whole in memory, and sent in one request, if
+    it ends within the one-request limit; otherwise spooled to a temp file while it is hashed
+    and gzipped (where the start of it shows gzip pays), then sent as any stored bytes are (in
+    parts above the multipart threshold). Never resumed: a later run cannot read the same input
+    again."""
     stored = None
     try:
-        declaration, stored = spool_stdin(name, sender.level)
+        declaration, held = spool_stdin(name, sender.level)
+        if isinstance(held, bytes):
+            small = sender.send_in_one_request(declaration, held)
+            if small is not None:
+                return small
+            declaration, held = stored_in_temp(declaration, held)
+        stored = held
         record, deduped, uploaded = sender.send_stored(declaration, stored, None)
         return result_of(record, deduped, uploaded)
     finally:
@@ -1415,12 +1470,13 @@ def read_stdin():
 
 
 def spool_stdin(name, level):
-    """Reads standard input once: (declaration, stored bytes in a temp file)."""
+    """Reads standard input once: (declaration, the stored bytes), in memory (bytes) if the
+    input ends within the one-request limit, else in a temp file (Stored)."""
     head, length = [], 0
     while length <= SINGLE_UPLOAD_MAX_BYTES:
         chunk = read_stdin()
         if not chunk:
-            return stored_in_temp(*describe_in_memory(b"".join(head), name, level))
+            return describe_in_memory(b"".join(head), name, level)
         head.append(chunk)
         length += len(chunk)
     sample = b"".join(head)[:SAMPLE_BYTES]
@@ -1471,10 +1527,10 @@ def spool_stdin(name, level):
     return declaration, Stored(declaration["encoding"], temp, stored.size, declaration["storedSha256"], parts, True)
 
 
-def describe_in_memory(original, name, level):
+def describe_in_memory(original, name, level, sniffed=None):
     """Bytes small enough to hold: their declaration, and the bytes to store (gzipped where
-    that saves enough)."""
-    content_type, compressed = sniff(original, False)
+    that saves enough). `sniffed` is (content type, compressed) when the caller has it."""
+    content_type, compressed = sniffed or sniff(original, False)
     sha256 = hashlib.sha256(original).hexdigest()
     size = len(original)
     declaration = {"name": name, "size": size, "sha256": sha256, "contentType": content_type}
