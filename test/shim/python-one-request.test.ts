@@ -1,19 +1,17 @@
 // The Python shim sends a file of at most SINGLE_UPLOAD_MAX_BYTES in one request
 // (`POST /v1/single-uploads`), as the Node shim does, against the real relay (`wrangler dev`)
 // behind a recording proxy: the requests each run made are asserted exactly.
-import { spawn } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
 import { mkdtemp, readdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { Readable } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { SendResult } from "../../agent-shim/src/upload/send-result";
 import { SINGLE_UPLOAD_MAX_BYTES } from "../../src/services/single-upload-limit";
 import { relaySuite } from "../support/relay-suite";
 import { startFlakyProxy, type FlakyProxy } from "./flaky-proxy";
-import { collectRun, failureLine, relayEnv, type ShimResult } from "./run-shim";
+import { failureLine, relayEnv, type ShimResult } from "./run-shim";
 import { sentLine } from "./sent-line";
-import { processEnv, runDriver, shimDrivers, type ShimDriver } from "./shims";
+import { runDriver, shimDrivers, type ShimDriver } from "./shims";
 
 const KiB = 1024;
 const MiB = 1024 * KiB;
@@ -83,21 +81,7 @@ async function run(
   input?: Buffer,
 ): Promise<{ result: ShimResult; requests: string[] }> {
   const first = proxy.log.length;
-  let result: ShimResult;
-  if (input === undefined) {
-    result = await runDriver(driver, args, { env: at.env, cwd: at.cwd, home: at.cwd });
-  } else {
-    const [program, ...lead] = driver.argv;
-    const child = spawn(program!, [...lead, ...args], {
-      cwd: at.cwd,
-      env: processEnv({ PATH: driver.path, HOME: at.cwd, TMPDIR: at.cwd, ...at.env }),
-      stdio: ["pipe", "pipe", "pipe"],
-      timeout: 120_000,
-    });
-    child.stdin.on("error", () => {}); // a shim that refuses stops reading
-    Readable.from([input]).pipe(child.stdin);
-    result = await collectRun(child as never);
-  }
+  const result = await runDriver(driver, args, { env: at.env, cwd: at.cwd, home: at.cwd, input });
   return { result, requests: proxy.log.slice(first).map(route) };
 }
 

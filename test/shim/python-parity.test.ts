@@ -1,18 +1,16 @@
 // The Python shim's `send -`, `send --name`, `send --expires / --max-downloads` and `request`,
 // against the real relay (`wrangler dev`), held to the Node shim's lines, fields and exit codes.
-import { spawn } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
 import { mkdtemp, readFile, readdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { Readable } from "node:stream";
 import { beforeAll, describe, expect, it } from "vitest";
 import { USAGE } from "../../agent-shim/src/cli/help";
 import type { SendResult } from "../../agent-shim/src/upload/send-result";
 import { MULTIPART_THRESHOLD_BYTES } from "../../src/part-plan";
 import { relaySuite } from "../support/relay-suite";
-import { collectRun, failureLine, relayEnv, type ShimResult } from "./run-shim";
+import { failureLine, relayEnv, type ShimResult } from "./run-shim";
 import { sentLine } from "./sent-line";
-import { processEnv, runDriver, shimDrivers, type ShimDriver } from "./shims";
+import { runDriver, shimDrivers, type ShimDriver } from "./shims";
 
 const MiB = 1024 * 1024;
 const sha256 = (bytes: Uint8Array) => createHash("sha256").update(bytes).digest("hex");
@@ -39,18 +37,13 @@ type Session = Awaited<ReturnType<typeof session>>;
 
 /** Runs a shim in `at`, with `input` piped to its standard input when given. */
 function run(driver: ShimDriver, args: string[], at: Session, input?: Buffer): Promise<ShimResult> {
-  if (input === undefined)
-    return runDriver(driver, args, { env: at.env, cwd: at.cwd, home: at.cwd });
-  const [program, ...lead] = driver.argv;
-  const child = spawn(program!, [...lead, ...args], {
+  return runDriver(driver, args, {
+    env: at.env,
     cwd: at.cwd,
-    env: processEnv({ PATH: driver.path, HOME: at.cwd, TMPDIR: at.cwd, ...at.env }),
-    stdio: ["pipe", "pipe", "pipe"],
-    timeout: 240_000,
+    home: at.cwd,
+    input,
+    timeoutMs: 240_000,
   });
-  child.stdin.on("error", () => {}); // a shim that refuses stops reading
-  Readable.from([input]).pipe(child.stdin);
-  return collectRun(child as never);
 }
 
 /** The bytes a share link serves. */

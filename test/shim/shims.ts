@@ -2,6 +2,7 @@ import { execFileSync, spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import { mkdir, symlink } from "node:fs/promises";
 import { delimiter, join } from "node:path";
+import { Readable } from "node:stream";
 import { fileURLToPath } from "node:url";
 import { collectRun, SHIM, type ShimResult } from "./run-shim";
 
@@ -99,6 +100,8 @@ export interface DriverRun {
   /** HOME (and so the cache with upload states) and TMPDIR of the run. */
   home: string;
   timeoutMs?: number;
+  /** Piped to the shim's standard input (none when not given). */
+  input?: Buffer;
 }
 
 /** An environment for a child process: exactly these variables (the relay's typed ones aside). */
@@ -113,8 +116,12 @@ export function runDriver(driver: ShimDriver, args: string[], run: DriverRun): P
   const child = spawn(program!, [...lead, ...args], {
     cwd: run.cwd,
     env,
-    stdio: ["ignore", "pipe", "pipe"],
+    stdio: [run.input === undefined ? "ignore" : "pipe", "pipe", "pipe"],
     timeout: run.timeoutMs ?? 120_000,
   });
-  return collectRun(child);
+  if (child.stdin) {
+    child.stdin.on("error", () => {}); // a shim that refuses stops reading
+    Readable.from([run.input!]).pipe(child.stdin);
+  }
+  return collectRun(child as Parameters<typeof collectRun>[0]);
 }
