@@ -19,6 +19,7 @@ import stat
 import sys
 import threading
 import time
+import uuid
 import zlib
 from concurrent.futures import ThreadPoolExecutor
 from urllib.parse import quote, unquote, urljoin, urlsplit
@@ -683,14 +684,17 @@ class Relay(object):
 
     def single_upload(self, declaration, stored):
         """`POST /v1/single-uploads`: declares, stores, verifies and registers a small file in
-        one request (the declaration in the query, the stored bytes as the body). None when the
-        relay has no such route (an older relay): the caller declares and PUTs instead."""
+        one request (the declaration in the query, the stored bytes as the body). Every attempt
+        carries the same Idempotency-Key, so a retry after a lost answer gets the file the first
+        attempt made. None when the relay has no such route (an older relay): the caller
+        declares and PUTs instead."""
         fields = ("name", "size", "sha256", "contentType", "encoding", "storedSha256")
         query = "&".join("%s=%s" % (k, quote(str(declaration[k]), safe="")) for k in fields)
         headers = {
             "authorization": "Bearer " + self.token,
             "accept": "application/json",
             "content-type": "application/octet-stream",
+            "idempotency-key": str(uuid.uuid4()),
         }
         action = "upload of " + declaration["name"]
         try:

@@ -44,6 +44,10 @@ export const ERRORS = {
     status: 409,
     message: "a delivery with this Idempotency-Key is still in progress",
   },
+  idempotency_key_reused: {
+    status: 409,
+    message: "the file made with this Idempotency-Key was deleted or has expired",
+  },
   inbox_item_not_found: { status: 404, message: "no such inbox item" },
   length_required: { status: 411, message: "Content-Length is required" },
   payload_too_large: { status: 413, message: "request body is larger than the relay accepts" },

@@ -229,3 +229,37 @@ export async function deleteFile(db: D1Database, id: string, now: number): Promi
     .first<{ deleted_at: number }>();
   return row?.deleted_at ?? null;
 }
+
+/**
+ * Sets a one-request upload's `Idempotency-Key` on the file it made, batched with the insert:
+ * a key the session already gave a file breaks the `files_by_idempotency_key` unique index
+ * and with it the whole batch (`isIdempotencyKeyTaken`). A no-op when the file was not inserted.
+ */
+export function setIdempotencyKeyStatement(
+  db: D1Database,
+  fileId: string,
+  key: string,
+): D1PreparedStatement {
+  return db.prepare("UPDATE files SET idempotency_key = ? WHERE id = ?").bind(key, fileId);
+}
+
+/** Whether a batch failed because the session had given a file this `Idempotency-Key` already. */
+export function isIdempotencyKeyTaken(error: unknown): boolean {
+  return (
+    error instanceof Error &&
+    error.message.includes("UNIQUE constraint failed: files.session_id, files.idempotency_key")
+  );
+}
+
+/** The file the session made with this `Idempotency-Key`, deleted or not, or null. */
+export async function findFileByIdempotencyKey(
+  db: D1Database,
+  sessionId: string,
+  key: string,
+): Promise<FileRow | null> {
+  const row = await db
+    .prepare("SELECT * FROM files WHERE session_id = ? AND idempotency_key = ?")
+    .bind(sessionId, key)
+    .first<FileDbRow>();
+  return row ? toFile(row) : null;
+}

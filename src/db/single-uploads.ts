@@ -1,5 +1,10 @@
 import { blobValues, type Blob } from "./blobs";
-import { FILE_COLUMNS, type FileRow } from "./files";
+import {
+  FILE_COLUMNS,
+  isIdempotencyKeyTaken,
+  setIdempotencyKeyStatement,
+  type FileRow,
+} from "./files";
 import { SESSION_SCOPE_SQL, sessionUsageSql } from "./sessions";
 import type { Upload } from "./uploads";
 
@@ -20,7 +25,9 @@ export type SingleDeclaration =
   /** The scope holds this SHA-256 with another size: nothing was recorded. */
   | { kind: "size_mismatch" }
   /** Over the quota (or the upload was not allowed): nothing was recorded. */
-  | { kind: "refused"; held: boolean };
+  | { kind: "refused"; held: boolean }
+  /** A dedup hit, but the session gave a file this `Idempotency-Key` already: nothing was recorded. */
+  | { kind: "key_taken" };
 
 /**
  * Bound to every declaration statement: ?1 session id, ?2 now, ?3 scope, ?4 sha256, ?5 size,
@@ -37,7 +44,9 @@ const fitsQuota = `${sessionUsageSql()} + ?5 <= ?6`;
  * content held by the caller's owner scope (a hash alone is never a key) with the declared
  * size is a dedup hit, its blob extended and the file inserted within the quota; content it
  * does not hold becomes `upload`, inserted pending within the quota, when `upload` is given.
- * The statements' conditions exclude each other, so at most one row is inserted.
+ * The statements' conditions exclude each other, so at most one row is inserted. With an
+ * `idempotencyKey` the dedup file carries it; one the session gave a file already undoes
+ * the whole batch (`key_taken`).
  */
 export async function declareSingleUpload(
   db: D1Database,
@@ -47,10 +56,11 @@ export async function declareSingleUpload(
     dedupFile: FileRow;
     /** Null when the declaration may only be a dedup hit (it broke a rule of new uploads). */
     upload: Upload | null;
+    idempotencyKey: string | undefined;
     now: number;
   },
 ): Promise<SingleDeclaration> {
-  const { session, dedupFile: file, upload, now } = declared;
+  const { session, dedupFile: file, upload, idempotencyKey, now } = declared;
   const common = [session.id, now, session.scope, file.sha256, file.size, session.quotaBytes];
   const held = db
     .prepare(`SELECT b.size FROM blobs b WHERE ${heldBlob}`)
@@ -72,7 +82,18 @@ export async function declareSingleUpload(
     .bind(...common, file.id, file.name, file.contentType, file.expiresAt);
   const statements = [held, extend, insertFile];
   if (upload) statements.push(insertUploadUnlessHeld(db, common, upload));
-  const [heldResult, , inserted, uploadResult] = await db.batch(statements);
+  if (idempotencyKey !== undefined) {
+    statements.push(setIdempotencyKeyStatement(db, file.id, idempotencyKey));
+  }
+  let results: D1Result[];
+  try {
+    results = await db.batch(statements);
+  } catch (error) {
+    if (isIdempotencyKeyTaken(error)) return { kind: "key_taken" };
+    throw error;
+  }
+  const [heldResult, , inserted] = results;
+  const uploadResult = upload ? results[3] : undefined;
 
   const stored = (inserted?.results as { encoding: FileRow["encoding"]; stored_key: string }[])[0];
   if (stored) {

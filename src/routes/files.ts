@@ -6,6 +6,7 @@ import { deleteFile, findFile, listFiles, type FileRow } from "../db/files";
 import type { Deps } from "../deps";
 import { AppError } from "../errors";
 import { fileResponse, STORE_URL_TTL_MS } from "../http/file-response";
+import { idempotencyKeyOf } from "../http/idempotency-key";
 import { readJson } from "../http/json-body";
 import { deliverBody, deliverFile, toDeliveryRecord } from "../services/deliver";
 import { toFileRecord } from "../services/file-record";
@@ -55,10 +56,7 @@ export const files = new Hono<AppEnv>()
     const { deps, caller } = c.var;
     const file = await visibleFile(deps, caller, c.req.param("id"));
     const body = await readJson(c, deliverBody);
-    const key = c.req.header("idempotency-key");
-    if (key !== undefined && (key.length === 0 || key.length > 200)) {
-      throw new AppError("invalid_request", "Idempotency-Key must be 1 to 200 characters");
-    }
+    const key = idempotencyKeyOf(c.req.header("idempotency-key"));
     const origin = new URL(c.req.url).origin;
     return c.json(await deliverFile(deps, sessionOf(caller), file, body, key, origin), 201);
   })

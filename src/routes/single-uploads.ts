@@ -1,6 +1,7 @@
 import { Hono } from "hono";
 import type { AppEnv } from "../app-env";
 import { requireCaller, sessionOf } from "../auth/middleware";
+import { idempotencyKeyOf } from "../http/idempotency-key";
 import { logEvent, since } from "../log";
 import { invalidRequest, singleUpload, singleUploadQuery } from "../services/single-upload";
 
@@ -14,6 +15,7 @@ export const singleUploads = new Hono<AppEnv>()
     const started = Date.now();
     const parsed = singleUploadQuery.safeParse(c.req.query());
     if (!parsed.success) throw invalidRequest(parsed.error);
+    const idempotencyKey = idempotencyKeyOf(c.req.header("idempotency-key"));
     const session = sessionOf(c.var.caller);
     const file = await singleUpload(
       c.var.deps,
@@ -22,6 +24,7 @@ export const singleUploads = new Hono<AppEnv>()
         query: parsed.data,
         contentLength: c.req.header("content-length"),
         body: c.req.raw.body,
+        idempotencyKey,
       },
       new URL(c.req.url).origin,
     );

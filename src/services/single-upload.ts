@@ -1,6 +1,12 @@
 import { createHash } from "node:crypto";
 import { z } from "zod";
-import { insertFileOfUploadStatement, type FileRow } from "../db/files";
+import {
+  findFileByIdempotencyKey,
+  insertFileOfUploadStatement,
+  isIdempotencyKeyTaken,
+  setIdempotencyKeyStatement,
+  type FileRow,
+} from "../db/files";
 import type { Session } from "../db/sessions";
 import { declareSingleUpload, upsertBlobOfUploadStatement } from "../db/single-uploads";
 import { completeUploadStatement, type Upload } from "../db/uploads";
@@ -50,6 +56,8 @@ export interface SingleUpload {
   query: SingleUploadQuery;
   contentLength: string | undefined;
   body: ReadableStream<Uint8Array> | null;
+  /** The `Idempotency-Key` header (checked by `idempotencyKeyOf`), if sent. */
+  idempotencyKey: string | undefined;
 }
 
 /** A one-request declaration, checked as a declare's body is; the stored fields always given. */
@@ -74,6 +82,10 @@ interface SingleDeclared {
  * `422 content_mismatch` with nothing kept. Like every completed upload it goes on the verify
  * queue, where its stored copy is settled (one per content), so the answer costs the same
  * whatever other scopes hold.
+ *
+ * With an `Idempotency-Key` the file carries the key, set in the batch that inserts it; a key
+ * the session gave a file already (a retry whose first answer was lost) makes that batch fail
+ * whole, and the answer is the earlier file (`earlierFile`), never a second one.
  */
 export async function singleUpload(
   deps: Deps,
@@ -86,15 +98,23 @@ export async function singleUpload(
   const now = deps.now();
   const refusal = storedBytesRefusal(deps, declared);
   const pending = refusal ? null : pendingUpload(deps, session, declared, now);
+  const { idempotencyKey } = upload;
   const answer = await declareSingleUpload(deps.db, {
     session,
     dedupFile: dedupFile(deps, session, declared, now),
     upload: pending,
+    idempotencyKey,
     now,
   });
+  if (answer.kind === "key_taken") return earlierFile(deps, session.id, idempotencyKey, origin);
   if (answer.kind === "deduped") return toFileRecord(deps, answer.file, origin);
   if (answer.kind === "size_mismatch") throw sizeMismatch();
   if (answer.kind === "refused") {
+    // A retry whose first attempt's file filled the quota: as a dedup hit it is over it.
+    if (idempotencyKey !== undefined) {
+      const earlier = await findFileByIdempotencyKey(deps.db, session.id, idempotencyKey);
+      if (earlier) return earlierFileRecord(deps, earlier, origin);
+    }
     // Over the quota, unless the content is not held and a rule of new uploads refused it.
     throw refusal && !answer.held ? refusal : quotaExceeded(declared.size);
   }
@@ -106,7 +126,35 @@ export async function singleUpload(
     await rejectUpload(deps, pending);
     throw error;
   }
-  return register(deps, pending, origin);
+  return register(deps, pending, idempotencyKey, origin);
+}
+
+/**
+ * The answer to a request whose `Idempotency-Key` the session gave a file already: that
+ * file, as it was answered the first time, or `409 idempotency_key_reused` once it is gone.
+ */
+async function earlierFile(
+  deps: Deps,
+  sessionId: string,
+  key: string | undefined,
+  origin: string,
+): Promise<FileRecord> {
+  const earlier =
+    key === undefined ? null : await findFileByIdempotencyKey(deps.db, sessionId, key);
+  if (!earlier) throw new Error("an Idempotency-Key was taken by no file");
+  return earlierFileRecord(deps, earlier, origin);
+}
+
+async function earlierFileRecord(deps: Deps, file: FileRow, origin: string): Promise<FileRecord> {
+  if (file.deletedAt != null || file.expiresAt <= deps.now()) {
+    throw new AppError(
+      "idempotency_key_reused",
+      `the file this Idempotency-Key made (${file.id}) was deleted or has expired; ` +
+        "send it again with a new key",
+    );
+  }
+  logEvent("single_upload_replayed", { sessionId: file.sessionId, fileId: file.id });
+  return toFileRecord(deps, file, origin);
 }
 
 /** The pending upload a declaration becomes, on a key of its own, until `UPLOAD_URL_TTL_SECONDS`. */
@@ -223,17 +271,35 @@ function lengthMismatch(upload: Pick<Upload, "storedSize">): AppError {
 }
 
 /**
- * Completes the upload, inserts its file (verified) and records its blob in one transaction,
- * then queues the settling.
+ * Completes the upload, inserts its file (verified, with the `Idempotency-Key` if any) and
+ * records its blob in one transaction, then queues the settling. When the session gave a file
+ * the key already, nothing of the transaction lands and the upload is undone as a refused
+ * body is: the answer is the earlier file.
  */
-async function register(deps: Deps, upload: Upload, origin: string): Promise<FileRecord> {
+async function register(
+  deps: Deps,
+  upload: Upload,
+  idempotencyKey: string | undefined,
+  origin: string,
+): Promise<FileRecord> {
   const now = deps.now();
   const file = fileOfUpload(deps, upload, true, now);
-  const [completed] = await deps.db.batch([
+  const statements = [
     completeUploadStatement(deps.db, upload.id, file.id, now),
     insertFileOfUploadStatement(deps.db, file, upload.id),
     upsertBlobOfUploadStatement(deps.db, blobOf(upload, file), upload.id, file.id),
-  ]);
+  ];
+  if (idempotencyKey !== undefined) {
+    statements.push(setIdempotencyKeyStatement(deps.db, file.id, idempotencyKey));
+  }
+  let completed: D1Result | undefined;
+  try {
+    [completed] = await deps.db.batch(statements);
+  } catch (error) {
+    if (!isIdempotencyKeyTaken(error)) throw error;
+    await rejectUpload(deps, upload);
+    return earlierFile(deps, upload.sessionId, idempotencyKey, origin);
+  }
   // Declared a moment ago in this very request: nothing else can complete or expire it.
   if (completed?.meta.changes !== 1) throw new Error(`upload ${upload.id} was not pending`);
   await deps.verifyQueue.send({ uploadId: upload.id, fileId: file.id }).catch((error: unknown) =>

@@ -1,8 +1,13 @@
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 
-/** How the proxy treats one request: pass it on, answer it itself, or drop the connection. */
-export type Fault = { status: number; headers?: Record<string, string>; body?: string } | "reset";
+/**
+ * How the proxy treats one request: pass it on, answer it itself, drop the connection, or
+ * pass it on and drop the connection instead of passing the answer back ("lose-answer": the
+ * server did the work, the client never hears of it).
+ */
+export type Fault =
+  { status: number; headers?: Record<string, string>; body?: string } | "reset" | "lose-answer";
 
 /** Decides the fault (if any) for a request, by method, path and how often that route was seen. */
 export type FaultRule = (method: string, path: string, seenBefore: number) => Fault | undefined;
@@ -30,13 +35,13 @@ export async function startFlakyProxy(upstream: string, rule: FaultRule): Promis
     const fault = rule(req.method ?? "GET", path, seenBefore);
     log.push({
       request: route,
-      fault: fault === undefined ? undefined : fault === "reset" ? "reset" : String(fault.status),
+      fault: fault === undefined || typeof fault === "string" ? fault : String(fault.status),
     });
     if (fault === "reset") {
       req.socket.destroy();
       return;
     }
-    if (fault) {
+    if (typeof fault === "object") {
       req.resume();
       res
         .writeHead(fault.status, { "content-type": "application/json", ...fault.headers })
@@ -53,6 +58,11 @@ export async function startFlakyProxy(upstream: string, rule: FaultRule): Promis
         headers: req.headers,
       },
       (upstreamRes) => {
+        if (fault === "lose-answer") {
+          upstreamRes.resume();
+          upstreamRes.on("end", () => req.socket.destroy());
+          return;
+        }
         res.writeHead(upstreamRes.statusCode ?? 502, upstreamRes.headers);
         upstreamRes.pipe(res);
       },

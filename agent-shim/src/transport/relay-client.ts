@@ -1,4 +1,4 @@
-import { createHash } from "node:crypto";
+import { createHash, randomUUID } from "node:crypto";
 import type { RelayConfig, RetryPolicy } from "../cli/config.js";
 import type { Readable } from "node:stream";
 import { CliError, RefusalError } from "../cli/errors.js";
@@ -213,8 +213,9 @@ export class RelayClient {
   /**
    * `POST /v1/single-uploads`: declares, stores, verifies and registers a small file in one
    * request (the declaration in the query, the stored bytes as the body; `body` makes a fresh
-   * body for each attempt). Undefined when the relay has no such route (an older relay): the
-   * caller declares and PUTs instead.
+   * body for each attempt). Every attempt carries the same `Idempotency-Key`, so a retry after
+   * a lost answer gets the file the first attempt made, not a second one. Undefined when the
+   * relay has no such route (an older relay): the caller declares and PUTs instead.
    */
   async singleUpload(
     declaration: Required<Omit<UploadDeclaration, "partSha256">>,
@@ -230,6 +231,7 @@ export class RelayClient {
       accept: "application/json",
       "content-type": "application/octet-stream",
       "content-length": String(storedSize),
+      "idempotency-key": randomUUID(),
     };
     const url = `${this.config.url}/v1/single-uploads?${query}`;
     const target = { service: "relay" as const, url: this.config.url, action };
