@@ -18,8 +18,7 @@ const { version } = JSON.parse(await readFile(`${root}package.json`, "utf8"));
 // CommonJS: an ES module there fails on Node 18 and on Node 20 before 20.19) and as
 // `airlock.mjs` (an ES module): a CommonJS bundle inside a function that is handed `require`,
 // Node's own where there is one, else built from node:module. The bundle needs only Node's
-// built-in modules. As CommonJS it also starts faster: no ES module loader, no module facade
-// per built-in.
+// built-in modules.
 const banner = [
   "#!/usr/bin/env node",
   "(function (airlock) {",
