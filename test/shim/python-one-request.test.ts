@@ -2,7 +2,7 @@
 // (`POST /v1/single-uploads`), as the Node shim does, against the real relay (`wrangler dev`)
 // behind a recording proxy: the requests each run made are asserted exactly.
 import { createHash, randomBytes } from "node:crypto";
-import { mkdtemp, readdir, writeFile } from "node:fs/promises";
+import { mkdtemp, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { SendResult } from "../../agent-shim/src/upload/send-result";
@@ -12,6 +12,7 @@ import { startFlakyProxy, type FlakyProxy } from "./flaky-proxy";
 import { failureLine, relayEnv, type ShimResult } from "./run-shim";
 import { sentLine } from "./sent-line";
 import { runDriver, shimDrivers, type ShimDriver } from "./shims";
+import { logText, tempFilesIn } from "./shim-inputs";
 
 const KiB = 1024;
 const MiB = 1024 * KiB;
@@ -97,23 +98,6 @@ async function download(url: string): Promise<Buffer> {
   const response = await fetch(url);
   expect(response.status).toBe(200);
   return Buffer.from(await response.arrayBuffer());
-}
-
-/** Compressible text, unique per call. */
-function logText(bytes: number): Buffer {
-  const tag = randomBytes(8).toString("hex");
-  const lines: string[] = [];
-  for (let i = 0, total = 0; total < bytes; i++) {
-    const line = `${tag} step ${i} finished in ${i % 97} ms\n`;
-    lines.push(line);
-    total += line.length;
-  }
-  return Buffer.from(lines.join("")).subarray(0, bytes);
-}
-
-/** The shim's temp files left in its TMPDIR (the work directory). */
-async function tempFilesIn(dir: string): Promise<string[]> {
-  return (await readdir(dir)).filter((name) => name.startsWith("airlock-"));
 }
 
 /** `send <file> --json` by both shims, each in a session of its own; both results. */

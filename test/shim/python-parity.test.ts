@@ -11,6 +11,7 @@ import { relaySuite } from "../support/relay-suite";
 import { failureLine, relayEnv, type ShimResult } from "./run-shim";
 import { sentLine } from "./sent-line";
 import { runDriver, shimDrivers, type ShimDriver } from "./shims";
+import { logText, tempFilesIn } from "./shim-inputs";
 
 const MiB = 1024 * 1024;
 const sha256 = (bytes: Uint8Array) => createHash("sha256").update(bytes).digest("hex");
@@ -51,23 +52,6 @@ async function download(url: string): Promise<Buffer> {
   const response = await fetch(url);
   expect(response.status).toBe(200);
   return Buffer.from(await response.arrayBuffer());
-}
-
-/** The shim's temp files left in its TMPDIR. */
-async function tempFilesIn(dir: string): Promise<string[]> {
-  return (await readdir(dir)).filter((name) => name.startsWith("airlock-"));
-}
-
-/** Compressible text, unique per call. */
-function logText(bytes: number): Buffer {
-  const tag = randomBytes(8).toString("hex");
-  const lines: string[] = [];
-  for (let i = 0, total = 0; total < bytes; i++) {
-    const line = `${tag} step ${i} finished in ${i % 97} ms\n`;
-    lines.push(line);
-    total += line.length;
-  }
-  return Buffer.from(lines.join("")).subarray(0, bytes);
 }
 
 /** `send - --name <name> --json` by both shims, each in a session of its own. */

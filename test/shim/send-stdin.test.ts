@@ -9,21 +9,10 @@ import { MULTIPART_THRESHOLD_BYTES } from "../../src/part-plan";
 import { relaySuite } from "../support/relay-suite";
 import { SHIM, collectRun, failureLine, relayEnv, runShim, type ShimResult } from "./run-shim";
 import { sentLine } from "./sent-line";
+import { logText } from "./shim-inputs";
 
 const MiB = 1024 * 1024;
 const suite = relaySuite({}, "airlock-send-stdin-");
-
-/** Compressible text, unique per call. */
-function logLines(bytes: number): Buffer {
-  const tag = randomBytes(8).toString("hex");
-  const lines: string[] = [];
-  for (let i = 0, total = 0; total < bytes; i++) {
-    const line = `2026-11-21T12:00:${String(i % 60).padStart(2, "0")}Z ${tag} step ${i} ok\n`;
-    lines.push(line);
-    total += line.length;
-  }
-  return Buffer.from(lines.join("")).subarray(0, bytes);
-}
 
 /** Deterministic pseudo-random chunks (an AES-CTR keystream), `total` bytes, never all held. */
 function* randomChunks(total: number, seed: Buffer): Generator<Buffer> {
@@ -92,8 +81,8 @@ describe("airlock send - (standard input)", () => {
   }
 
   it.each([
-    ["a small log, in one request", logLines(200_000)],
-    ["a few MiB of log text, gzipped while streaming", logLines(3 * MiB + 17)],
+    ["a small log, in one request", logText(200_000)],
+    ["a few MiB of log text, gzipped while streaming", logText(3 * MiB + 17)],
     ["a few MiB of random bytes, as they are", randomBytes(3 * MiB + 5)],
     ["nothing at all", Buffer.alloc(0)],
   ])("sends %s byte-exact under --name", async (_, bytes) => {
