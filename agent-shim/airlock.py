@@ -22,7 +22,7 @@ import time
 import uuid
 import zlib
 from concurrent.futures import ThreadPoolExecutor
-from urllib.parse import quote, unquote, urljoin, urlsplit
+from urllib.parse import quote, unquote, urlencode, urljoin, urlsplit
 
 VERSION = "0.0.0-dev"  # set by scripts/build-shim.mjs when the relay serves this file
 
@@ -689,7 +689,7 @@ class Relay(object):
         attempt made. None when the relay has no such route (an older relay): the caller
         declares and PUTs instead."""
         fields = ("name", "size", "sha256", "contentType", "encoding", "storedSha256")
-        query = "&".join("%s=%s" % (k, quote(str(declaration[k]), safe="")) for k in fields)
+        query = urlencode([(k, str(declaration[k])) for k in fields], quote_via=quote)
         headers = {
             "authorization": "Bearer " + self.token,
             "accept": "application/json",

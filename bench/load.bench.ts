@@ -18,7 +18,7 @@
 import { spawn, execFileSync } from "node:child_process";
 import { createHash, randomBytes, randomInt } from "node:crypto";
 import { createWriteStream, watch } from "node:fs";
-import { copyFile, mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { loadavg, tmpdir } from "node:os";
 import { get as httpGet } from "node:http";
 import { join } from "node:path";
@@ -28,7 +28,7 @@ import type { RunningRelay } from "../test/support/relay";
 import { startSnapshotRelay } from "./large-snapshot-relay";
 import { Meter } from "./measure";
 import type { Session } from "./relay-api";
-import { SHIM, assertShimBuilt, shimEnv, type SendJson } from "./shim";
+import { assertShimBuilt, installedShim, shimEnv, type SendJson } from "./shim";
 
 const SANDBOXES = 100;
 const FILES_EACH = 20;
@@ -292,9 +292,9 @@ const fmt = (ms: number) => (ms >= 10_000 ? `${(ms / 1000).toFixed(1)} s` : `${M
 await assertShimBuilt();
 const loadAtStart = loadavg()[0]!;
 const root = await mkdtemp(join(tmpdir(), "airlock-load-bench-"));
-// The shim as built now: a rebuild in the checkout during the run does not change it.
-const shim = join(root, "airlock.mjs");
-await copyFile(SHIM, shim);
+// The shim as built now, installed as the README installs it: a rebuild in the checkout during
+// the run does not change it.
+const shim = await installedShim(root);
 const relay = await startSnapshotRelay();
 const rows: string[] = [];
 try {

@@ -106,15 +106,13 @@ export async function singleUpload(
     idempotencyKey,
     now,
   });
-  if (answer.kind === "key_taken") return earlierFile(deps, session.id, idempotencyKey, origin);
+  if (answer.kind === "key_taken") return takenBy(deps, session.id, idempotencyKey, origin);
   if (answer.kind === "deduped") return toFileRecord(deps, answer.file, origin);
   if (answer.kind === "size_mismatch") throw sizeMismatch();
   if (answer.kind === "refused") {
     // A retry whose first attempt's file filled the quota: as a dedup hit it is over it.
-    if (idempotencyKey !== undefined) {
-      const earlier = await findFileByIdempotencyKey(deps.db, session.id, idempotencyKey);
-      if (earlier) return earlierFileRecord(deps, earlier, origin);
-    }
+    const earlier = await earlierFile(deps, session.id, idempotencyKey, origin);
+    if (earlier) return earlier;
     // Over the quota, unless the content is not held and a rule of new uploads refused it.
     throw refusal && !answer.held ? refusal : quotaExceeded(declared.size);
   }
@@ -130,22 +128,18 @@ export async function singleUpload(
 }
 
 /**
- * The answer to a request whose `Idempotency-Key` the session gave a file already: that
- * file, as it was answered the first time, or `409 idempotency_key_reused` once it is gone.
+ * The file the session made with this `Idempotency-Key` (a retry whose first answer was
+ * lost), answered as it was the first time; null when there is none (or no key);
+ * `409 idempotency_key_reused` once it is gone.
  */
 async function earlierFile(
   deps: Deps,
   sessionId: string,
   key: string | undefined,
   origin: string,
-): Promise<FileRecord> {
-  const earlier =
-    key === undefined ? null : await findFileByIdempotencyKey(deps.db, sessionId, key);
-  if (!earlier) throw new Error("an Idempotency-Key was taken by no file");
-  return earlierFileRecord(deps, earlier, origin);
-}
-
-async function earlierFileRecord(deps: Deps, file: FileRow, origin: string): Promise<FileRecord> {
+): Promise<FileRecord | null> {
+  const file = key === undefined ? null : await findFileByIdempotencyKey(deps.db, sessionId, key);
+  if (!file) return null;
   if (file.deletedAt != null || file.expiresAt <= deps.now()) {
     throw new AppError(
       "idempotency_key_reused",
@@ -155,6 +149,18 @@ async function earlierFileRecord(deps: Deps, file: FileRow, origin: string): Pro
   }
   logEvent("single_upload_replayed", { sessionId: file.sessionId, fileId: file.id });
   return toFileRecord(deps, file, origin);
+}
+
+/** `earlierFile` where the key was found taken: the file must be there. */
+async function takenBy(
+  deps: Deps,
+  sessionId: string,
+  key: string | undefined,
+  origin: string,
+): Promise<FileRecord> {
+  const earlier = await earlierFile(deps, sessionId, key, origin);
+  if (!earlier) throw new Error("an Idempotency-Key was taken by no file");
+  return earlier;
 }
 
 /** The pending upload a declaration becomes, on a key of its own, until `UPLOAD_URL_TTL_SECONDS`. */
@@ -298,7 +304,7 @@ async function register(
   } catch (error) {
     if (!isIdempotencyKeyTaken(error)) throw error;
     await rejectUpload(deps, upload);
-    return earlierFile(deps, upload.sessionId, idempotencyKey, origin);
+    return takenBy(deps, upload.sessionId, idempotencyKey, origin);
   }
   // Declared a moment ago in this very request: nothing else can complete or expire it.
   if (completed?.meta.changes !== 1) throw new Error(`upload ${upload.id} was not pending`);

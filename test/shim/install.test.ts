@@ -1,5 +1,6 @@
 import { execFileSync, spawn, spawnSync } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
+import { readFileSync } from "node:fs";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
@@ -62,11 +63,7 @@ function selfSignedCertificate(dir: string): { key: string; cert: string; certFi
     ],
     { stdio: "ignore" },
   );
-  return {
-    key: execFileSync("cat", [keyFile], { encoding: "utf8" }),
-    cert: execFileSync("cat", [certFile], { encoding: "utf8" }),
-    certFile,
-  };
+  return { key: readFileSync(keyFile, "utf8"), cert: readFileSync(certFile, "utf8"), certFile };
 }
 
 /** The README's install line, with its destination moved into `bin`; returns the shim's path. */
