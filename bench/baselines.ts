@@ -44,6 +44,66 @@ export function curlTo(meter: Meter, put: PutInstructions, path: string): Promis
   return meter.run("curl", [...args, ...headers, put.url]);
 }
 
+// The same PUT as curlTo's, by node:http in a fresh process: what any Node client pays beyond
+// `node -e 0` (the http module's load, the request) with none of the shim's own work.
+const NODE_PUT = `
+const { method, url, headers } = JSON.parse(process.argv[2]);
+const body = require("node:fs").readFileSync(process.argv[1]);
+const request = require("node:http").request(url, { method, headers: { ...headers, "content-length": body.length } }, (response) => {
+  response.resume();
+  if (response.statusCode >= 300) process.exitCode = 1;
+});
+request.on("error", (error) => { console.error(error.message); process.exitCode = 1; });
+request.end(body);
+`;
+
+/** `nodePut`: the floor under any Node client, the presigned PUT of `curlPut` from a bare script. */
+export async function nodePut(
+  meter: Meter,
+  session: Session,
+  path: string,
+  contentType: string,
+  warn: (message: string) => void,
+): Promise<Measured & { bytesSent: number }> {
+  const file = await describe(path, contentType);
+  const { uploadId, put } = await declareUpload(session, file);
+  const run = await meter.run(process.execPath, ["-e", NODE_PUT, path, JSON.stringify(put)]);
+  await complete(session, uploadId, (message) => warn(`untimed complete after node: ${message}`));
+  return { ...run, bytesSent: file.size };
+}
+
+/**
+ * curl making the shim's one request for an identity file (`POST /v1/single-uploads`, the
+ * declaration in the query): the relay's cost of that route against a presigned PUT's.
+ */
+export async function curlSingleUpload(
+  meter: Meter,
+  session: Session,
+  path: string,
+  contentType: string,
+): Promise<Measured & { bytesSent: number }> {
+  const file = await describe(path, contentType);
+  const query = new URLSearchParams({
+    name: file.name,
+    size: String(file.size),
+    sha256: file.sha256,
+    contentType,
+    encoding: "identity",
+    storedSha256: file.sha256,
+  });
+  const args = ["-sS", "-f", "-o", "/dev/null", "-X", "POST", "--data-binary", `@${path}`];
+  const headers = ["-H", `authorization: Bearer ${session.token}`, "-H", "Expect:"];
+  const url = `${session.url}/v1/single-uploads?${query}`;
+  const run = await meter.run("curl", [
+    ...args,
+    ...headers,
+    "-H",
+    `content-type: ${contentType}`,
+    url,
+  ]);
+  return { ...run, bytesSent: file.size };
+}
+
 /** Hashing alone, as the dedup baseline: GNU `sha256sum`. */
 export function sha256sum(meter: Meter, path: string): Promise<Measured> {
   return meter.run("sha256sum", [path]);
