@@ -46,7 +46,7 @@ export const ERRORS = {
   },
   idempotency_key_reused: {
     status: 409,
-    message: "the file made with this Idempotency-Key was deleted or has expired",
+    message: "this Idempotency-Key was used for another request, or what it made is gone",
   },
   inbox_item_not_found: { status: 404, message: "no such inbox item" },
   length_required: { status: 411, message: "Content-Length is required" },

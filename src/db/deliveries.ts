@@ -53,7 +53,9 @@ function toDelivery(row: DeliveryRow): Delivery {
 /**
  * Records a delivery as sending. With an idempotency key the session already used,
  * nothing is inserted and the earlier delivery is returned instead — unless that one
- * failed, in which case it is claimed again for a new attempt.
+ * failed and was of the same file to the same destination, in which case it is claimed
+ * again for a new attempt. (The caller refuses an earlier delivery of another file or to
+ * another destination.)
  */
 export async function claimDelivery(
   db: D1Database,
@@ -80,9 +82,17 @@ export async function claimDelivery(
   const retried = await db
     .prepare(
       `UPDATE deliveries SET status = 'sending', error = NULL, mode = ?, method = ?, uploaded_bytes = 0, finished_at = NULL
-       WHERE session_id = ? AND idempotency_key = ? AND status = 'failed' RETURNING *`,
+       WHERE session_id = ? AND idempotency_key = ? AND status = 'failed' AND file_id = ? AND destination = ?
+       RETURNING *`,
     )
-    .bind(delivery.mode, delivery.method, delivery.sessionId, delivery.idempotencyKey)
+    .bind(
+      delivery.mode,
+      delivery.method,
+      delivery.sessionId,
+      delivery.idempotencyKey,
+      delivery.fileId,
+      delivery.destination,
+    )
     .first<DeliveryRow>();
   if (retried) return { claimed: true, delivery: toDelivery(retried) };
   const earlier = await db

@@ -50,7 +50,7 @@ export function toDeliveryRecord(delivery: Delivery): DeliveryRecord {
  * platform already holds from an earlier upload (same verified bytes, same bot or number) goes
  * by the platform's handle instead of its bytes. A delivery counts as delivered only when the
  * platform answered with a message id. Every attempt is recorded; an Idempotency-Key makes a
- * repeated request return the first one.
+ * repeated request return the first one, and refuses one for another file or destination.
  */
 export async function deliverFile(
   deps: Deps,
@@ -96,7 +96,15 @@ export async function deliverFile(
     size: file.size,
   };
   if (!claim.claimed) {
-    if (claim.delivery.status === "sending") throw new AppError("delivery_in_progress");
+    const earlier = claim.delivery;
+    if (earlier.fileId !== file.id || earlier.destination !== request.to) {
+      throw new AppError(
+        "idempotency_key_reused",
+        `this Idempotency-Key was used for another delivery (${earlier.id}: file ` +
+          `${earlier.fileId} to ${earlier.destination}); deliver with a new key`,
+      );
+    }
+    if (earlier.status === "sending") throw new AppError("delivery_in_progress");
     return toDeliveryRecord(claim.delivery);
   }
 

@@ -85,7 +85,8 @@ interface SingleDeclared {
  *
  * With an `Idempotency-Key` the file carries the key, set in the batch that inserts it; a key
  * the session gave a file already (a retry whose first answer was lost) makes that batch fail
- * whole, and the answer is the earlier file (`earlierFile`), never a second one.
+ * whole, and the answer is the earlier file (`earlierFile`), never a second one; a key that
+ * made another file (other content or name) is refused.
  */
 export async function singleUpload(
   deps: Deps,
@@ -106,12 +107,13 @@ export async function singleUpload(
     idempotencyKey,
     now,
   });
-  if (answer.kind === "key_taken") return takenBy(deps, session.id, idempotencyKey, origin);
+  const request = { sessionId: session.id, ...declared };
+  if (answer.kind === "key_taken") return takenBy(deps, request, idempotencyKey, origin);
   if (answer.kind === "deduped") return toFileRecord(deps, answer.file, origin);
   if (answer.kind === "size_mismatch") throw sizeMismatch();
   if (answer.kind === "refused") {
     // A retry whose first attempt's file filled the quota: as a dedup hit it is over it.
-    const earlier = await earlierFile(deps, session.id, idempotencyKey, origin);
+    const earlier = await earlierFile(deps, request, idempotencyKey, origin);
     if (earlier) return earlier;
     // Over the quota, unless the content is not held and a rule of new uploads refused it.
     throw refusal && !answer.held ? refusal : quotaExceeded(declared.size);
@@ -127,19 +129,31 @@ export async function singleUpload(
   return register(deps, pending, idempotencyKey, origin);
 }
 
+/** What a request declares, to tell a retry of it from another file under the same key. */
+type KeyedRequest = Pick<Upload, "sessionId" | "name" | "size" | "sha256">;
+
 /**
  * The file the session made with this `Idempotency-Key` (a retry whose first answer was
  * lost), answered as it was the first time; null when there is none (or no key);
- * `409 idempotency_key_reused` once it is gone.
+ * `409 idempotency_key_reused` when it was another file (other content or name) or once it
+ * is gone.
  */
 async function earlierFile(
   deps: Deps,
-  sessionId: string,
+  request: KeyedRequest,
   key: string | undefined,
   origin: string,
 ): Promise<FileRecord | null> {
-  const file = key === undefined ? null : await findFileByIdempotencyKey(deps.db, sessionId, key);
+  const file =
+    key === undefined ? null : await findFileByIdempotencyKey(deps.db, request.sessionId, key);
   if (!file) return null;
+  if (file.sha256 !== request.sha256 || file.size !== request.size || file.name !== request.name) {
+    throw new AppError(
+      "idempotency_key_reused",
+      `this Idempotency-Key made another file (${file.id}, ${file.name}); ` +
+        "send this one with a new key",
+    );
+  }
   if (file.deletedAt != null || file.expiresAt <= deps.now()) {
     throw new AppError(
       "idempotency_key_reused",
@@ -154,11 +168,11 @@ async function earlierFile(
 /** `earlierFile` where the key was found taken: the file must be there. */
 async function takenBy(
   deps: Deps,
-  sessionId: string,
+  request: KeyedRequest,
   key: string | undefined,
   origin: string,
 ): Promise<FileRecord> {
-  const earlier = await earlierFile(deps, sessionId, key, origin);
+  const earlier = await earlierFile(deps, request, key, origin);
   if (!earlier) throw new Error("an Idempotency-Key was taken by no file");
   return earlier;
 }
@@ -304,7 +318,7 @@ async function register(
   } catch (error) {
     if (!isIdempotencyKeyTaken(error)) throw error;
     await rejectUpload(deps, upload);
-    return takenBy(deps, upload.sessionId, idempotencyKey, origin);
+    return takenBy(deps, upload, idempotencyKey, origin);
   }
   // Declared a moment ago in this very request: nothing else can complete or expire it.
   if (completed?.meta.changes !== 1) throw new Error(`upload ${upload.id} was not pending`);

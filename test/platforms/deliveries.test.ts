@@ -164,6 +164,58 @@ describe("delivery to Telegram", () => {
     expect(sent).toHaveLength(1);
   });
 
+  it("refuses an Idempotency-Key used for another file or chat with 409, posting nothing", async () => {
+    const { client, token, chats, deliver } = await setup();
+    const file = await upload(client, token, randomBytes(200), "first.bin");
+    const other = await upload(client, token, randomBytes(210), "other.bin");
+    const to = `telegram:${chats.telegram}`;
+    const first = (await (await deliver(file.fileId, { to }, "key-3")).json()) as DeliveryRecord;
+    const toChat = async () =>
+      (await fakes.requests("telegram", "sendDocument")).filter(
+        (r) => r.fields.chat_id === chats.telegram,
+      );
+    expect(await toChat()).toHaveLength(1);
+    const expected = {
+      status: 409,
+      code: "idempotency_key_reused",
+      message:
+        `this Idempotency-Key was used for another delivery (${first.deliveryId}: file ` +
+        `${file.fileId} to ${to}); deliver with a new key`,
+    };
+    expect(await errorOf(await deliver(other.fileId, { to }, "key-3"))).toEqual(expected);
+    const elsewhere = { to: `discord:${chats.discord}` };
+    expect(await errorOf(await deliver(file.fileId, elsewhere, "key-3"))).toEqual(expected);
+    expect(await toChat()).toHaveLength(1);
+    const discord = await fakes.requests("discord", "channels.messages");
+    expect(discord.filter((r) => r.path.includes(chats.discord))).toEqual([]);
+  });
+
+  it("refuses a failed delivery's Idempotency-Key for another file, leaving its record", async () => {
+    const { client, token, chats, deliver } = await setup();
+    const file = await upload(client, token, randomBytes(220), "failed.bin");
+    const other = await upload(client, token, randomBytes(230), "other.bin");
+    await fakes.fault("telegram", {
+      method: "sendDocument",
+      times: 1,
+      response: {
+        status: 400,
+        body: { ok: false, error_code: 400, description: "Bad Request: not enough rights" },
+      },
+    });
+    const to = `telegram:${chats.telegram}`;
+    expect((await deliver(file.fileId, { to }, "key-4")).status).toBe(502);
+    const refused = await errorOf(await deliver(other.fileId, { to }, "key-4"));
+    expect(refused).toMatchObject({ status: 409, code: "idempotency_key_reused" });
+    const list = async (fileId: string) =>
+      (
+        (await (await client.call("GET", `/v1/files/${fileId}/deliveries`, { token })).json()) as {
+          deliveries: DeliveryRecord[];
+        }
+      ).deliveries;
+    expect(await list(file.fileId)).toMatchObject([{ status: "failed", fileId: file.fileId }]);
+    expect(await list(other.fileId)).toEqual([]);
+  });
+
   it("tries again under the same Idempotency-Key after a failed attempt", async () => {
     const { client, token, chats, deliver } = await setup();
     const file = await upload(client, token, randomBytes(300), "again.bin");

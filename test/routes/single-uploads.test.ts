@@ -543,6 +543,39 @@ for (const backend of backends()) {
         expect((await filesOf(victim.token)).map((f) => f.fileId)).toEqual([original.fileId]);
       });
 
+      it.each([
+        ["other content", "first.bin", randomBytes(9000), "first.bin"],
+        ["the same content under another name", "first.bin", null, "second.bin"],
+      ])(
+        "refuses a key that made another file (%s) with 409 idempotency_key_reused, storing nothing",
+        async (_what, firstName, otherBytes, otherName) => {
+          const session = await client.mintSession();
+          const bytes = randomBytes(9000);
+          const original = await describeBytes(bytes, firstName);
+          const key = crypto.randomUUID();
+          const first = await sendKeyed(session.token, original.declared, original.stored, key);
+          const other = await describeBytes(otherBytes ?? bytes, otherName);
+          const again = await sendOne(client, session.token, other.declared, other.stored, {
+            "idempotency-key": key,
+          });
+          expect(await errorOf(again)).toEqual({
+            status: 409,
+            code: "idempotency_key_reused",
+            message:
+              `this Idempotency-Key made another file (${first.fileId}, ${firstName}); ` +
+              "send this one with a new key",
+          });
+          expect((await filesOf(session.token)).map((f) => f.fileId)).toEqual([first.fileId]);
+          expect(await usageOf(session.sessionId)).toBe(bytes.byteLength);
+          for (const upload of await uploadsOf(session.sessionId)) {
+            if (upload.status !== "completed") {
+              expect(upload.status).toBe("rejected");
+              expect(await store.head(upload.stored_key)).toBeNull();
+            }
+          }
+        },
+      );
+
       it("answers a key whose file was deleted with 409 idempotency_key_reused, storing nothing", async () => {
         const session = await client.mintSession();
         const { declared, stored } = await describeBytes(randomBytes(8000), "gone.bin");
