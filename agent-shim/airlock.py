@@ -301,7 +301,7 @@ def warn(message):
 # ---------------------------------------------------------------------------------------------
 # The name rule (src/names.ts): names from people are cleaned, never refused.
 
-INVISIBLE = "[\x00-\x1f\x7f-\x9f\u200e\u200f\u2028-\u202e\u2066-\u2069]"
+INVISIBLE = "[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]"
 JS_SPACE = " \t\n\v\f\r\u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
 
 
@@ -1803,7 +1803,7 @@ class Refusal(CliError):
 def quoted(name):
     shown = name[:200] + "\u2026" if len(name) > 200 else name
     text = json.dumps(shown, ensure_ascii=False)
-    return re.sub("[\u007f-\u009f\u200e\u200f\u2028-\u202e\u2066-\u2069]", lambda m: "\\u%04x" % ord(m.group(0)), text)
+    return re.sub("[\u007f-\u009f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]", lambda m: "\\u%04x" % ord(m.group(0)), text)
 
 
 def archive_stem(name):

@@ -355,8 +355,9 @@ safe_name() {
   _c1="$(printf '\302')[$(printf '\200')-$(printf '\237')]"
   _bidi1="$(printf '\342\200')[$(printf '\216\217\250')-$(printf '\256')]"
   _bidi2="$(printf '\342\201')[$(printf '\246')-$(printf '\251')]"
+  _alm="$(printf '\330\234')"
   _n=$(printf '%s' "$1" | tr -d '\000-\037\177' | tr '\\' '/' |
-    sed "s/$_c1//g; s/$_bidi1//g; s/$_bidi2//g")
+    sed "s/$_c1//g; s/$_bidi1//g; s/$_bidi2//g; s/$_alm//g")
   while :; do case $_n in */ | *' ') _n=${_n%?} ;; *) break ;; esac; done
   _n=${_n##*/}
   while :; do case $_n in ' '*) _n=${_n#?} ;; *) break ;; esac; done

@@ -11,11 +11,22 @@ const MAX_EXTENSION_BYTES = 32;
 
 /**
  * C0 and C1 control characters (NUL, newlines and DEL among them), the Unicode line and paragraph
- * separators, the bidirectional marks, embeddings, overrides and isolates (U+200E–U+200F,
+ * separators, the bidirectional marks, embeddings, overrides and isolates (U+061C, U+200E–U+200F,
  * U+202A–U+202E, U+2066–U+2069) that can make a name read as something else.
  */
-const INVISIBLE = /[\u0000-\u001f\u007f-\u009f\u200e\u200f\u2028-\u202e\u2066-\u2069]/g;
+const INVISIBLE = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]/g;
 const INVISIBLE_ONE = new RegExp(INVISIBLE.source);
+
+/**
+ * `text` with the characters the name rule removes written out as `\uXXXX`: for showing a
+ * name as it is (an archive's entry, a refusal's message) without letting it read as another.
+ */
+export function writtenOut(text: string): string {
+  return text.replace(
+    INVISIBLE,
+    (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, "0")}`,
+  );
+}
 
 const encoder = new TextEncoder();
 const utf8Length = (text: string): number => encoder.encode(text).length;

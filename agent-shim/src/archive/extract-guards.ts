@@ -4,7 +4,7 @@
  */
 import { lstat, readlink } from "node:fs/promises";
 import { dirname, isAbsolute, join, sep } from "node:path";
-import { fileNameProblem } from "../../../src/names.js";
+import { fileNameProblem, writtenOut } from "../../../src/names.js";
 import { CliError } from "../cli/errors.js";
 
 /** A refused entry: the message says which and why. */
@@ -20,10 +20,7 @@ export class Refusal extends CliError {
  */
 export function quoted(name: string): string {
   const shown = name.length > 200 ? `${name.slice(0, 200)}…` : name;
-  return JSON.stringify(shown).replace(
-    /[\u007f-\u009f\u200e\u200f\u2028-\u202e\u2066-\u2069]/g,
-    (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, "0")}`,
-  );
+  return writtenOut(JSON.stringify(shown));
 }
 
 /**
