@@ -36,7 +36,8 @@ export interface FileResponseOptions {
   /**
    * Answer a GET with a redirect to a presigned URL of the store, valid until `expiresAt`,
    * when the store offers one and holds the file as it is (identity, not gzip). Bytes then
-   * never pass through the Worker; the budget counts them at the redirect.
+   * never pass through the Worker; the budget counts them at the redirect. A Range under a
+   * budget is served by the relay (see `PLAIN_RANGE`).
    */
   storeRedirect?: { expiresAt: number };
 }
@@ -55,7 +56,7 @@ export async function fileResponse(
 ): Promise<Response> {
   const { budget } = options;
   const headers = new Headers({
-    "content-type": options.inline?.contentType ?? file.contentType,
+    "content-type": options.inline?.contentType ?? sendableType(file.contentType),
     "content-disposition": contentDisposition(file.name, options.inline ? "inline" : "attachment"),
     "accept-ranges": "bytes",
     // The bytes go out exactly as stored: no on-the-fly compression by Cloudflare's
@@ -102,7 +103,7 @@ export async function fileResponse(
     store.createDownloadUrl &&
     file.encoding === "identity" &&
     length > 0 &&
-    (!range || PLAIN_RANGE.test(request.headers.get("range") ?? ""))
+    (!range || (!budget && PLAIN_RANGE.test(request.headers.get("range") ?? "")))
   )
     return redirectToStore(store.createDownloadUrl.bind(store), file, request, {
       headers,
@@ -132,6 +133,9 @@ export async function fileResponse(
 /**
  * The Range forms the store reads exactly as `parseRange` does. Any other spelling (spaces,
  * case) stays on the relay: a store reading it differently might send more than was counted.
+ * A metered Range stays on the relay whatever its form: the client may add an `If-Range` at
+ * the store (it is not signed), and a store that honours it (S3 does) then ignores the Range
+ * and sends the whole object. Only a whole-file URL is safe to count at the redirect.
  */
 const PLAIN_RANGE = /^bytes=(\d+-\d*|-\d+)$/;
 
@@ -177,6 +181,15 @@ async function redirectToStore(
   const etag = headers.get("etag");
   if (etag) redirect.set("etag", etag);
   return new Response(null, { status: 307, headers: redirect });
+}
+
+/**
+ * The declared type when it can go in a header. A MIME type's quoted parameter may hold any
+ * character (a person's upload page or chat client chose it), and one a header cannot carry
+ * would fail every download of the file.
+ */
+function sendableType(contentType: string): string {
+  return /^[\x20-\x7e]+$/.test(contentType) ? contentType : "application/octet-stream";
 }
 
 /** The file's ETag, or null while its SHA-256 is unverified (a claim, not a validator). */

@@ -16,7 +16,7 @@ import { linkBudget, linkUsage } from "../services/link-budget";
  * once that is spent, every request through it — page, HEAD, any Range, preview — is
  * `410 link_exhausted`. On a store clients can read directly (S3), a download of a file
  * stored as it is answers `307` to a short-lived presigned GET (counted at the redirect);
- * the page, HEAD, previews and gzip-stored files stay on the relay.
+ * the page, HEAD, previews, gzip-stored files and a capped link's ranges stay on the relay.
  */
 export const share = new Hono<AppEnv>().get("/:token", async (c) => {
   const { deps } = c.var;

@@ -1,4 +1,5 @@
 import { html } from "hono/html";
+import { writtenOut } from "../../names";
 import { humanSize } from "../../services/human-size";
 import { lines, type Html } from "./html";
 import type { Preview } from "./preview";
@@ -86,10 +87,10 @@ const STOPPED = {
 function renderListing({ entries, stopped }: TarListing): Html {
   const count = `${entries.length}${stopped ? "+" : ""} ${entries.length === 1 ? "entry" : "entries"}`;
   const rows = entries.map((entry) => {
-    const type = entry.linkTarget ? `${entry.type} → ${entry.linkTarget}` : entry.type;
+    const type = entry.linkTarget ? `${entry.type} → ${writtenOut(entry.linkTarget)}` : entry.type;
     const size = entry.type === "file" ? humanSize(entry.size) : "";
     // prettier-ignore
-    return html`<tr><td>${entry.name}</td><td class="num">${size}</td><td>${type}</td></tr>`;
+    return html`<tr><td>${writtenOut(entry.name)}</td><td class="num">${size}</td><td>${type}</td></tr>`;
   });
   // prettier-ignore
   return html`<p class="note">Archive with ${count}.${stopped ? ` ${STOPPED[stopped]}` : ""}</p>
