@@ -204,6 +204,15 @@ export async function receiveLinkPart(
 ): Promise<void> {
   const { upload } = await openLinkUpload(deps, token, uploadId);
   if (upload.status !== "pending") throw new AppError("upload_already_completed");
+  // An expired upload no longer holds its bytes in the quota: nothing more of it is stored
+  // until a state call renews it (within the quota), as a shim's part URLs expire with it.
+  if (upload.expiresAt <= deps.now()) {
+    throw new AppError(
+      "upload_expired",
+      "this upload expired before all its parts arrived; ask for its state to renew it " +
+        "within the session's quota, or pick the file again",
+    );
+  }
   if (deps.store.receivePart) await receivePart(deps, uploadId, partNumber, put);
   else await forwardPart(deps, upload, partNumber, put, origin);
 }
