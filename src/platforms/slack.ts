@@ -87,7 +87,7 @@ export class SlackPlatform implements Platform {
       this.client.files.completeUploadExternal({
         files: [{ id: upload.file_id!, title: file.name }],
         channel_id: target,
-        ...(caption ? { initial_comment: caption } : {}),
+        ...(caption ? { initial_comment: escapeText(caption) } : {}),
       }),
     );
     return { messageId: upload.file_id, method: "files.completeUploadExternal" };
@@ -211,7 +211,8 @@ function attachmentOf(file: SlackFile): InboundAttachment {
 
 /**
  * Slack reads `<…>` in message text as links and mentions (`<!channel>` pings everyone):
- * text that may carry a person's file name is sent with `&`, `<` and `>` escaped, as Slack asks.
+ * text and captions, which may carry a person's file name or words, are sent with `&`, `<`
+ * and `>` escaped, as Slack asks (Discord's answers likewise mention nobody).
  */
 function escapeText(text: string): string {
   return text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");

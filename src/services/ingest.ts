@@ -111,7 +111,9 @@ export async function ingest(deps: Deps, input: IngestInput): Promise<FileRow> {
       encoding: blob.encoding,
       storedKey: blob.storedKey,
       verified: true,
-      deduped: existing !== null,
+      // The bytes came in whole either way; whether the store already held them (perhaps
+      // only for another owner scope) is not the caller's to learn.
+      deduped: false,
       createdAt: now,
       expiresAt,
     };
