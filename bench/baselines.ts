@@ -20,17 +20,29 @@ import {
  * are not.
  * `Expect:` is cleared so that curl does not wait for a `100 Continue` before sending the body.
  */
-export async function curlPut(
+export function curlPut(
   meter: Meter,
   session: Session,
   path: string,
   contentType: string,
   warn: (message: string) => void,
 ): Promise<Measured & { bytesSent: number }> {
+  return timedPut(session, path, contentType, warn, "curl", (put) => curlTo(meter, put, path));
+}
+
+/** Declares `path` (untimed), PUTs it to its presigned URL with `by` (timed), completes (untimed). */
+async function timedPut(
+  session: Session,
+  path: string,
+  contentType: string,
+  warn: (message: string) => void,
+  who: string,
+  by: (put: PutInstructions) => Promise<Measured>,
+): Promise<Measured & { bytesSent: number }> {
   const file = await describe(path, contentType);
   const { uploadId, put } = await declareUpload(session, file);
-  const run = await curlTo(meter, put, path);
-  await complete(session, uploadId, (message) => warn(`untimed complete after curl: ${message}`));
+  const run = await by(put);
+  await complete(session, uploadId, (message) => warn(`untimed complete after ${who}: ${message}`));
   return { ...run, bytesSent: file.size };
 }
 
@@ -58,18 +70,16 @@ request.end(body);
 `;
 
 /** `nodePut`: the floor under any Node client, the presigned PUT of `curlPut` from a bare script. */
-export async function nodePut(
+export function nodePut(
   meter: Meter,
   session: Session,
   path: string,
   contentType: string,
   warn: (message: string) => void,
 ): Promise<Measured & { bytesSent: number }> {
-  const file = await describe(path, contentType);
-  const { uploadId, put } = await declareUpload(session, file);
-  const run = await meter.run(process.execPath, ["-e", NODE_PUT, path, JSON.stringify(put)]);
-  await complete(session, uploadId, (message) => warn(`untimed complete after node: ${message}`));
-  return { ...run, bytesSent: file.size };
+  return timedPut(session, path, contentType, warn, "node", (put) =>
+    meter.run(process.execPath, ["-e", NODE_PUT, path, JSON.stringify(put)]),
+  );
 }
 
 /**

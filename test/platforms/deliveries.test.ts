@@ -30,6 +30,18 @@ async function setup(overrides = {}) {
 const decode = (base64: string | undefined) =>
   Uint8Array.from(atob(base64 ?? ""), (c) => c.charCodeAt(0));
 
+/** The fake Telegram refuses the next sendDocument, as for a chat the bot may not post in. */
+function refuseNextTelegramDocument() {
+  return fakes.fault("telegram", {
+    method: "sendDocument",
+    times: 1,
+    response: {
+      status: 400,
+      body: { ok: false, error_code: 400, description: "Bad Request: not enough rights" },
+    },
+  });
+}
+
 describe("delivery to Telegram", () => {
   it("uploads an image with sendPhoto: exact bytes, name and caption", async () => {
     const { client, token, chats, deliver } = await setup();
@@ -194,14 +206,7 @@ describe("delivery to Telegram", () => {
     const { client, token, chats, deliver } = await setup();
     const file = await upload(client, token, randomBytes(220), "failed.bin");
     const other = await upload(client, token, randomBytes(230), "other.bin");
-    await fakes.fault("telegram", {
-      method: "sendDocument",
-      times: 1,
-      response: {
-        status: 400,
-        body: { ok: false, error_code: 400, description: "Bad Request: not enough rights" },
-      },
-    });
+    await refuseNextTelegramDocument();
     const to = `telegram:${chats.telegram}`;
     expect((await deliver(file.fileId, { to }, "key-4")).status).toBe(502);
     const refused = await errorOf(await deliver(other.fileId, { to }, "key-4"));
@@ -219,14 +224,7 @@ describe("delivery to Telegram", () => {
   it("tries again under the same Idempotency-Key after a failed attempt", async () => {
     const { client, token, chats, deliver } = await setup();
     const file = await upload(client, token, randomBytes(300), "again.bin");
-    await fakes.fault("telegram", {
-      method: "sendDocument",
-      times: 1,
-      response: {
-        status: 400,
-        body: { ok: false, error_code: 400, description: "Bad Request: not enough rights" },
-      },
-    });
+    await refuseNextTelegramDocument();
     const to = `telegram:${chats.telegram}`;
     expect((await deliver(file.fileId, { to }, "key-2")).status).toBe(502);
     const second = await deliver(file.fileId, { to }, "key-2");

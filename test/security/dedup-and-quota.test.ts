@@ -5,6 +5,7 @@ import { describe, expect, it } from "vitest";
 import { relayEnv, runShim } from "../shim/run-shim";
 import type { ApiAnswer } from "../support/api-call";
 import { relaySuite } from "../support/relay-suite";
+import { identityDeclaration } from "../support/declarations";
 
 /**
  * A hash is not a key, and no sequence of calls stores more than a quota: the attacks of the
@@ -64,14 +65,7 @@ describe("dedup and quota, attacked with a second session", () => {
 
     // The full declare: upload instructions of the same shape either way.
     const declare = (bytes: Uint8Array) =>
-      api(attacker.token, "POST", "/v1/uploads", {
-        name: "x.bin",
-        size: bytes.byteLength,
-        sha256: sha256(bytes),
-        encoding: "identity",
-        storedSize: bytes.byteLength,
-        storedSha256: sha256(bytes),
-      });
+      api(attacker.token, "POST", "/v1/uploads", identityDeclaration(bytes));
     const forSecret = await declare(secret);
     expect(forSecret.status).toBe(201);
     expect(forSecret.body.status).toBe("upload");
@@ -123,14 +117,7 @@ describe("dedup and quota, attacked with a second session", () => {
   it("an upload completed after its URL expired is refused and stores nothing; resuming it re-checks the quota", async () => {
     const { token } = await suite.relay.mintSession({ quotaBytes: 10_000 });
     async function declareAndPut(bytes: Uint8Array) {
-      const declared = await api(token, "POST", "/v1/uploads", {
-        name: "q.bin",
-        size: bytes.byteLength,
-        sha256: sha256(bytes),
-        encoding: "identity",
-        storedSize: bytes.byteLength,
-        storedSha256: sha256(bytes),
-      });
+      const declared = await api(token, "POST", "/v1/uploads", identityDeclaration(bytes, "q.bin"));
       expect(declared.status).toBe(201);
       const put = declared.body.put as { url: string; headers: Record<string, string> };
       const response = await fetch(put.url, { method: "PUT", headers: put.headers, body: bytes });

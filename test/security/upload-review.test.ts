@@ -4,6 +4,7 @@ import { startStrictS3, type StrictS3 } from "../fixtures/s3/strict-s3";
 import { apiCall, type ApiAnswer } from "../support/api-call";
 import { startRelay, type RunningRelay } from "../support/relay";
 import { relaySuite } from "../support/relay-suite";
+import { identityDeclaration } from "../support/declarations";
 import { s3Vars } from "../support/s3-vars";
 import type { CreatedRequest } from "../../src/services/upload-requests";
 
@@ -61,12 +62,7 @@ describe("uploads and upload links, attacked", () => {
 
   const declare = (token: string, bytes: Uint8Array, parts?: string[]) =>
     api(token, "POST", "/v1/uploads", {
-      name: "x.bin",
-      size: bytes.byteLength,
-      sha256: sha256(bytes),
-      encoding: "identity",
-      storedSize: bytes.byteLength,
-      storedSha256: sha256(bytes),
+      ...identityDeclaration(bytes),
       ...(parts ? { partSha256: parts } : {}),
     });
 
@@ -228,14 +224,13 @@ describe("stored copies on s3, attacked (wrangler dev, strict S3)", () => {
   });
 
   async function sendWhole(token: string, bytes: Uint8Array) {
-    const declared = await apiCall(relay.url, token, "POST", "/v1/uploads", {
-      name: "x.bin",
-      size: bytes.byteLength,
-      sha256: sha256(bytes),
-      encoding: "identity",
-      storedSize: bytes.byteLength,
-      storedSha256: sha256(bytes),
-    });
+    const declared = await apiCall(
+      relay.url,
+      token,
+      "POST",
+      "/v1/uploads",
+      identityDeclaration(bytes),
+    );
     const put = declared.body.put as { url: string; headers: Record<string, string> };
     const stored = await fetch(put.url, { method: "PUT", headers: put.headers, body: bytes });
     expect(stored.status).toBe(200);
