@@ -1,4 +1,4 @@
-import { extendBlob, findLiveBlob, upsertBlob } from "../db/blobs";
+import { extendBlob, findLiveBlob, rehomeBlob } from "../db/blobs";
 import { insertFileWithinQuota, type FileRow } from "../db/files";
 import { mayBeArchive } from "./verify-upload";
 import { findSession, sessionUsage } from "../db/sessions";
@@ -81,16 +81,20 @@ export async function ingest(deps: Deps, input: IngestInput): Promise<FileRow> {
 
     const now = deps.now();
     const expiresAt = now + deps.config.fileTtlSeconds * 1000;
+    const key = blobKey(sha256Hex);
     const found = await findLiveBlob(db, sha256Hex, now);
+    // Where a presigned URL shows the key (S3), only the content key tells nothing (see
+    // settleOnContentKey): an upload's own key or a gzip copy would tell who sent it first.
+    const shareable = found && (!store.copy || found.storedKey === key) ? found : null;
     // Only a blob still live when its expiry is pushed out is a hit (see extendBlob).
-    const existing = found && (await extendBlob(db, sha256Hex, expiresAt, now)) ? found : null;
+    const existing =
+      shareable && (await extendBlob(db, sha256Hex, expiresAt, now)) ? shareable : null;
     let blob = existing;
     if (!blob) {
-      const key = blobKey(sha256Hex);
       const staged = await store.get(staging);
       if (!staged) throw new Error("staged object vanished");
       await store.put(key, staged.body, { size, sha256Hex });
-      blob = await upsertBlob(db, {
+      blob = await rehomeBlob(db, {
         sha256: sha256Hex,
         size,
         encoding: "identity",

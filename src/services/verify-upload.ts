@@ -3,6 +3,7 @@ import { deleteFile, findFileIncludingDeleted, markFileVerified, type FileRow } 
 import { findUpload, type Upload } from "../db/uploads";
 import type { Deps } from "../deps";
 import { logEvent } from "../log";
+import { blobKey } from "../storage";
 import { blobLifecycleDays } from "../storage/lifecycle-rules";
 import { recordArchiveListing } from "./archive-listing";
 import { storedBytesMatch } from "./original-bytes";
@@ -109,13 +110,15 @@ export async function recordVerified(deps: Deps, upload: Upload, file: FileRow):
 /**
  * Equal content is stored once: when the content's blob is another object that will outlive
  * the file, the file moves onto it and its upload's own object goes; when that object would
- * not outlive it (or is gone), the blob moves onto the upload's object instead.
+ * not outlive it (or is gone), the blob moves onto the upload's object instead. On a store
+ * whose presigned URLs show keys, see `settleOnContentKey`.
  */
 async function shareStoredCopy(deps: Deps, upload: Upload, file: FileRow): Promise<FileRow> {
+  if (file.storedKey !== upload.storedKey) return file;
   const blob = await findLiveBlob(deps.db, file.sha256, 0);
-  if (!blob || blob.storedKey === file.storedKey || file.storedKey !== upload.storedKey) {
-    return file;
-  }
+  const { copy } = deps.store;
+  if (copy) return settleOnContentKey(deps, copy.bind(deps.store), upload, file, blob);
+  if (!blob || blob.storedKey === file.storedKey) return file;
   if (!(await outlives(deps, blob, file.expiresAt))) {
     await rehomeBlob(deps.db, blobOf(upload, file));
     return file;
@@ -123,6 +126,33 @@ async function shareStoredCopy(deps: Deps, upload: Upload, file: FileRow): Promi
   await markFileVerified(deps.db, file.id, blob);
   await deleteObjectIfUnused(deps, upload);
   return { ...file, storedKey: blob.storedKey, encoding: blob.encoding };
+}
+
+/**
+ * Where a presigned URL shows the key (S3), a file may only move onto the key its stored bytes
+ * alone name: the blob's object when it is on that very key (same bytes, same encoding) and
+ * outlives the file, else a copy of the upload's object made there (made or refreshed, then
+ * the blob's). Another scope's upload key in a download's URL would tell the owner that
+ * another scope sent this content first, and another encoding would turn its redirect into a
+ * relay answer; the content key tells nothing its bytes do not.
+ */
+async function settleOnContentKey(
+  deps: Deps,
+  copy: (fromKey: string, toKey: string) => Promise<void>,
+  upload: Upload,
+  file: FileRow,
+  blob: Blob | null,
+): Promise<FileRow> {
+  const contentKey = blobKey(upload.storedSha256);
+  let home = blob;
+  if (home?.storedKey !== contentKey || !(await outlives(deps, home, file.expiresAt))) {
+    await copy(upload.storedKey, contentKey);
+    const fresh = { ...blobOf(upload, file), storedKey: contentKey, createdAt: deps.now() };
+    home = await rehomeBlob(deps.db, fresh);
+  }
+  await markFileVerified(deps.db, file.id, home);
+  await deleteObjectIfUnused(deps, upload);
+  return { ...file, storedKey: home.storedKey, encoding: home.encoding };
 }
 
 /** Whether a verified file should be listed (on the queue): it says it is a tar or tar.gz. */

@@ -47,6 +47,13 @@ export interface BlobStore {
    */
   createDownloadUrl?(key: string, request: DownloadUrlRequest): Promise<string>;
 
+  /**
+   * Present on stores whose presigned URLs show their keys (S3): copies the object at
+   * `fromKey` to `toKey` inside the store (the bytes never pass through the relay), so a
+   * file can be moved onto a key that names nothing but its content.
+   */
+  copy?(fromKey: string, toKey: string): Promise<void>;
+
   /** Streams the object (or the byte range) at `key`, or null when there is none. */
   get(key: string, range?: ByteRange): Promise<{ body: ReadableStream; size: number } | null>;
 

@@ -69,14 +69,18 @@ export class S3Http {
     return fetch(this.urlOf(signed), { method, headers: outgoing, body: body ?? null });
   }
 
+  /** The object's path in the bucket, `/<bucket>/<key>` (also an `x-amz-copy-source`). */
+  copySource(key: string): string {
+    return `/${encodeURIComponent(this.config.bucket)}/${key.split("/").map(encodeURIComponent).join("/")}`;
+  }
+
   private request(
     method: string,
     key: string,
     headers: Record<string, string>,
     query: Record<string, string> = {},
   ): HttpRequest {
-    const base = this.endpoint.pathname.replace(/\/$/, "");
-    const path = `${base}/${encodeURIComponent(this.config.bucket)}/${key.split("/").map(encodeURIComponent).join("/")}`;
+    const path = `${this.endpoint.pathname.replace(/\/$/, "")}${this.copySource(key)}`;
     return {
       method,
       protocol: this.endpoint.protocol,

@@ -137,6 +137,17 @@ export class S3BlobStore implements BlobStore {
     return { body: response.body, size };
   }
 
+  /** CopyObject (up to 5 GiB, `MAX_FILE_BYTES`'s default); S3 may answer 200 with an error. */
+  async copy(fromKey: string, toKey: string): Promise<void> {
+    const source = { "x-amz-copy-source": this.http.copySource(fromKey) };
+    const response = await this.http.send("PUT", toKey, source, new Uint8Array(0));
+    const answer = await response.text();
+    if (!response.ok || answer.includes("<Error>")) {
+      const code = /<Code>([^<]*)<\/Code>/.exec(answer)?.[1] ?? "";
+      throw new Error(`S3 copy of ${fromKey} to ${toKey} failed: ${response.status} ${code}`);
+    }
+  }
+
   async delete(key: string): Promise<void> {
     const response = await this.http.send("DELETE", key);
     if (!response.ok && response.status !== 404)

@@ -250,28 +250,35 @@ describe("stored copies on s3, attacked (wrangler dev, strict S3)", () => {
     return new URL(response.headers.get("location") ?? "").pathname;
   }
 
-  // Known weakness, not fixed here (see the review report): the verify queue moves a file onto
-  // any scope's object of its content, and a link PUT is stored on one, so the 307 names the
-  // other scope's upload. `it.fails` keeps the suite green until that changes: then make it `it`.
-  it.fails(
-    "a download's store URL does not name another scope's upload of the same content",
-    async () => {
-      const content = randomBytes(20_000);
-      const victim = await relay.mintSession({ owner: "victim" });
-      const first = await sendWhole(victim.token, content);
-      const attacker = await relay.mintSession({ owner: "attacker" });
-      const mine = await sendWhole(attacker.token, content);
+  // The verify queue moves a verified file onto the one stored copy of its content: on s3 that
+  // copy is on the key its bytes alone name, never another scope's upload key, which a 307
+  // would show.
+  it("a download's store URL does not name another scope's upload of the same content", async () => {
+    const content = randomBytes(20_000);
+    const victim = await relay.mintSession({ owner: "victim" });
+    const first = await sendWhole(victim.token, content);
+    const attacker = await relay.mintSession({ owner: "attacker" });
+    const mine = await sendWhole(attacker.token, content);
 
-      // The verify queue settles the stored copy a moment after the answer: watch it for 5 s
-      // (stopping at the first key that names the other upload).
-      for (let tries = 0; tries < 20; tries++) {
-        expect(await redirectedKey(attacker.token, mine.fileId)).not.toContain(first.uploadId);
-        await new Promise((resolve) => setTimeout(resolve, 250));
-      }
-    },
-  );
+    // The verify queue settles the stored copy a moment after the answer: watch it do so,
+    // until both files are on the one copy, named by the content alone.
+    const contentKey = `/${s3.bucket}/blobs/${sha256(content).slice(0, 2)}/${sha256(content)}`;
+    const seen: string[] = [];
+    for (let tries = 0; tries < 40; tries++) {
+      const keys = await Promise.all([
+        redirectedKey(attacker.token, mine.fileId),
+        redirectedKey(victim.token, first.fileId),
+      ]);
+      seen.push(keys[0]);
+      if (keys.every((key) => key === contentKey)) break;
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
+    for (const key of seen) expect(key).not.toContain(first.uploadId);
+    expect(seen.at(-1)).toBe(contentKey);
+    expect(await redirectedKey(victim.token, first.fileId)).toBe(contentKey);
+  });
 
-  it.fails("a link PUT's stored copy does not name another scope's upload either", async () => {
+  it("a link PUT's stored copy does not name another scope's upload either", async () => {
     const content = randomBytes(20_000);
     const victim = await relay.mintSession({ owner: "victim" });
     const first = await sendWhole(victim.token, content);

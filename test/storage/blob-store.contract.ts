@@ -63,6 +63,20 @@ export function blobStoreContract(name: string, makeStore: () => BlobStore): voi
       expect(await store.head(k)).toBeNull();
     });
 
+    if (makeStore().copy) {
+      it("copies an object inside the store, the source kept; a missing source is an error", async () => {
+        const store = makeStore();
+        const bytes = randomBytes(70_001);
+        const [from, to] = [key(), key()];
+        await store.put(from, bytes, { size: bytes.byteLength, sha256Hex: await sha256Hex(bytes) });
+        await store.copy!(from, to);
+        const copied = await store.get(to);
+        expect(await sha256Hex(await text(copied!.body))).toBe(await sha256Hex(bytes));
+        expect(await store.head(from)).toEqual({ size: bytes.byteLength });
+        await expect(store.copy!(key(), key())).rejects.toThrow(/copy of .* failed/);
+      });
+    }
+
     it("signs upload instructions that bind the length and the checksum", async () => {
       const store = makeStore();
       const bytes = randomBytes(2048);
