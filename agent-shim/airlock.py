@@ -326,7 +326,7 @@ def numbered_name(name, n):
     has_ext = dot > 0 and utf8_len(name[dot:]) <= MAX_EXTENSION_BYTES
     stem = name[:dot] if has_ext else name
     tail = (" (%d)" % n if n > 0 else "") + (name[dot:] if has_ext else "")
-    return truncate_utf8(stem, MAX_NAME_BYTES - utf8_len(tail)) + tail
+    return (truncate_utf8(stem, MAX_NAME_BYTES - utf8_len(tail)) + tail).rstrip(JS_SPACE)
 
 
 def clean_name(name, fallback):

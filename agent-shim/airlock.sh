@@ -383,6 +383,7 @@ numbered() {
   esac
   if [ $((${#_stem} + ${#_tail})) -gt 255 ]; then
     _stem=$(cut_bytes "$_stem" $((255 - ${#_tail})))
+    [ -n "$_tail" ] || while :; do case $_stem in *' ') _stem=${_stem%?} ;; *) break ;; esac; done
   fi
   printf '%s%s' "$_stem" "$_tail"
 }

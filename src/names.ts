@@ -67,14 +67,15 @@ export function cleanFileName(name: string, fallback: string): string {
 
 /**
  * `name` for 0, else `name (n)` with the number before the extension (`report (2).pdf`), cut
- * to 255 bytes by shortening the part before the extension. `name` must be clean already.
+ * to 255 bytes by shortening the part before the extension (a cut that ends in white space
+ * loses it, as a clean name must). `name` must be clean already.
  */
 export function numberedFileName(name: string, n: number): string {
   const dot = name.lastIndexOf(".");
   const hasExtension = dot > 0 && utf8Length(name.slice(dot)) <= MAX_EXTENSION_BYTES;
   const stem = hasExtension ? name.slice(0, dot) : name;
   const tail = (n > 0 ? ` (${n})` : "") + (hasExtension ? name.slice(dot) : "");
-  return truncateUtf8(stem, MAX_NAME_BYTES - utf8Length(tail)) + tail;
+  return (truncateUtf8(stem, MAX_NAME_BYTES - utf8Length(tail)) + tail).trimEnd();
 }
 
 /** The longest prefix of `text` within `maxBytes` of UTF-8, never splitting a character. */

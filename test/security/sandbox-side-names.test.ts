@@ -97,6 +97,7 @@ const HOSTILE_NAMES = [
   "  ",
   "..\\..\\win.ini",
   `${"é".repeat(10_000)}.txt`,
+  `${"a".repeat(254)} b`,
 ];
 
 let root: string;
@@ -152,6 +153,7 @@ describe.each(RUNTIMES.slice(0, 2))(
         expect(path.slice(dir.length + 1)).not.toMatch(
           /[/\\\]\u0000-\u001f\u061c\u202a-\u202e\u2066-\u2069]/,
         );
+        expect(path.slice(dir.length + 1)).not.toMatch(/^\s|\s$/);
         expect(line.indexOf("]")).toBe(line.length - 1);
         expect(Buffer.byteLength(path.slice(dir.length + 1))).toBeLessThanOrEqual(255);
         expect(sha256(await readFile(path))).toBe(sha256(sent[i]!.bytes));
@@ -368,6 +370,7 @@ describe("airlock.sh pull from a hostile relay", () => {
       expect(path.startsWith(`${dir}/`)).toBe(true);
       const name = path.slice(dir.length + 1);
       expect(name).not.toMatch(/[/\\\]\u0000-\u001f\u061c\u202a-\u202e\u2066-\u2069]/);
+      expect(name).not.toMatch(/^\s|\s$/);
       expect(line.indexOf("]")).toBe(line.length - 1);
       expect(Buffer.byteLength(name)).toBeLessThanOrEqual(255);
       const expected = i < sent.length ? sent[i]!.bytes : Buffer.from("after\n");
