@@ -19,11 +19,7 @@ export interface ByteBudget {
   endedEarly(sent: number, length: number): void;
 }
 
-/**
- * How long a store URL a download is redirected to lives. Whoever holds it may fetch it
- * again until then without anything counting: a few seconds is all a client needs.
- */
-export const STORE_URL_TTL_MS = 60_000;
+export { STORE_URL_TTL_MS } from "../storage/blob-store";
 
 /** How to serve a file other than as a plain attachment of its declared type. */
 export interface FileResponseOptions {

@@ -1,4 +1,4 @@
-import { extendBlob, findLiveBlob, rehomeBlob } from "../db/blobs";
+import { rehomeBlob } from "../db/blobs";
 import { insertFileWithinQuota, type FileRow } from "../db/files";
 import { mayBeArchive } from "./verify-upload";
 import { findSession, sessionUsage } from "../db/sessions";
@@ -62,7 +62,7 @@ function limitTo(max: number): TransformStream<Uint8Array, Uint8Array> {
  * its size, and the file row goes in only if it still fits the quota (one statement, so
  * concurrent arrivals cannot both squeeze in). The hash is computed while the bytes stream
  * into a staging object; the content is then written under its content key with the store
- * verifying that hash, or — when the content is already held — the staged copy is dropped.
+ * verifying that hash, and the staged copy is dropped.
  */
 export async function ingest(deps: Deps, input: IngestInput): Promise<FileRow> {
   const { db, store } = deps;
@@ -81,30 +81,23 @@ export async function ingest(deps: Deps, input: IngestInput): Promise<FileRow> {
 
     const now = deps.now();
     const expiresAt = now + deps.config.fileTtlSeconds * 1000;
+    // Written under its content key whether or not the content is held already (perhaps
+    // only by another owner scope): the answer takes as long either way and its record
+    // names only the content, so neither tells the caller what else the store holds.
     const key = blobKey(sha256Hex);
-    const found = await findLiveBlob(db, sha256Hex, now);
-    // Where a presigned URL shows the key (S3), only the content key tells nothing (see
-    // settleOnContentKey): an upload's own key or a gzip copy would tell who sent it first.
-    const shareable = found && (!store.copy || found.storedKey === key) ? found : null;
-    // Only a blob still live when its expiry is pushed out is a hit (see extendBlob).
-    const existing =
-      shareable && (await extendBlob(db, sha256Hex, expiresAt, now)) ? shareable : null;
-    let blob = existing;
-    if (!blob) {
-      const staged = await store.get(staging);
-      if (!staged) throw new Error("staged object vanished");
-      await store.put(key, staged.body, { size, sha256Hex });
-      blob = await rehomeBlob(db, {
-        sha256: sha256Hex,
-        size,
-        encoding: "identity",
-        storedKey: key,
-        storedSize: size,
-        storedSha256: sha256Hex,
-        createdAt: now,
-        expiresAt,
-      });
-    }
+    const staged = await store.get(staging);
+    if (!staged) throw new Error("staged object vanished");
+    await store.put(key, staged.body, { size, sha256Hex });
+    const blob = await rehomeBlob(db, {
+      sha256: sha256Hex,
+      size,
+      encoding: "identity",
+      storedKey: key,
+      storedSize: size,
+      storedSha256: sha256Hex,
+      createdAt: now,
+      expiresAt,
+    });
     const file: FileRow = {
       id: newId("fil"),
       sessionId: input.sessionId,

@@ -4,6 +4,7 @@ import { findUpload, type Upload } from "../db/uploads";
 import type { Deps } from "../deps";
 import { logEvent } from "../log";
 import { blobKey } from "../storage";
+import { STORE_URL_TTL_MS } from "../storage/blob-store";
 import { blobLifecycleDays } from "../storage/lifecycle-rules";
 import { recordArchiveListing } from "./archive-listing";
 import { storedBytesMatch } from "./original-bytes";
@@ -18,12 +19,21 @@ import { settleRequestOfFile } from "./upload-requests";
 export interface VerifyJob {
   fileId: string;
   uploadId?: string;
+  /**
+   * The follow-up of a settle that moved the file off its upload's own object (see
+   * `settleOnContentKey`): only that object goes, if nothing uses it, once any store URL
+   * naming it has lapsed.
+   */
+  dropUploadObject?: true;
 }
 
 /** Where verification jobs go: the `VERIFY_QUEUE` Cloudflare Queue. */
 export interface VerifyQueue {
-  send(job: VerifyJob): Promise<unknown>;
+  send(job: VerifyJob, options?: { delaySeconds?: number }): Promise<unknown>;
 }
+
+/** Seconds a moved upload's object is kept: past the life of any store URL that names it. */
+const DROP_OBJECT_DELAY_SECONDS = STORE_URL_TTL_MS / 1000 + 30;
 
 export type VerifyOutcome = "verified" | "rejected" | "settled" | "nothing_to_do";
 
@@ -37,6 +47,11 @@ export type VerifyOutcome = "verified" | "rejected" | "settled" | "nothing_to_do
  * one, does no harm. Throws when the store could not be read; the queue then retries it.
  */
 export async function runVerifyJob(deps: Deps, job: VerifyJob): Promise<VerifyOutcome> {
+  if (job.dropUploadObject) {
+    const moved = job.uploadId ? await findUpload(deps.db, job.uploadId) : null;
+    if (moved) await deleteObjectIfUnused(deps, moved);
+    return "settled";
+  }
   const [upload, found] = await Promise.all([
     job.uploadId ? findUpload(deps.db, job.uploadId) : null,
     findFileIncludingDeleted(deps.db, job.fileId),
@@ -151,7 +166,11 @@ async function settleOnContentKey(
     home = await rehomeBlob(deps.db, fresh);
   }
   await markFileVerified(deps.db, file.id, home);
-  await deleteObjectIfUnused(deps, upload);
+  // A download redirected a moment ago may still be on its way to the old object.
+  await deps.verifyQueue.send(
+    { fileId: file.id, uploadId: upload.id, dropUploadObject: true },
+    { delaySeconds: DROP_OBJECT_DELAY_SECONDS },
+  );
   return { ...file, storedKey: home.storedKey, encoding: home.encoding };
 }
 

@@ -6,6 +6,13 @@ export type { StoredPart } from "../db/upload-parts";
 export type { PutInstructions } from "../wire-types";
 
 /**
+ * How long a store URL a download is redirected to lives. Whoever holds it may fetch it
+ * again until then without anything counting: a few seconds is all a client needs. An
+ * object such a URL may name is deleted only once that has passed.
+ */
+export const STORE_URL_TTL_MS = 60_000;
+
+/**
  * The one contract every object store implements. Keys are chosen by the relay
  * (content-addressed); a store never decides what a key means.
  */
