@@ -6,6 +6,7 @@ import type { CreatedRequest } from "../../src/services/upload-requests";
 import type { FileRecord, InboxRecord } from "../../src/wire-types";
 import { startFakePlatforms, type FakePlatforms } from "../fixtures/platforms/start-fake-platforms";
 import { startRelay, type RunningRelay } from "../support/relay";
+import { postTelegramUpdate, telegramUpdate } from "../support/telegram-update";
 import { nowSeconds, slackSignature } from "../support/webhook-signing";
 
 /**
@@ -86,22 +87,11 @@ describe("chat platforms: scopes, captions and attachment hosts", () => {
   }
 
   function telegram(chat: string, message: object) {
-    return fetch(`${relay.url}/webhooks/telegram`, {
-      method: "POST",
-      headers: {
-        "content-type": "application/json",
-        "x-telegram-bot-api-secret-token": TELEGRAM_SECRET,
-      },
-      body: JSON.stringify({
-        update_id: ++updateId,
-        message: {
-          message_id: 1,
-          date: 0,
-          chat: { id: Number(chat), type: "private" },
-          ...message,
-        },
-      }),
-    });
+    return postTelegramUpdate(
+      relay.url,
+      TELEGRAM_SECRET,
+      telegramUpdate(++updateId, chat, message),
+    );
   }
 
   async function slack(event: object) {
@@ -237,24 +227,8 @@ describe("chat platforms: scopes, captions and attachment hosts", () => {
     });
     const bytes = randomBytes(700);
     const ref = fakes.telegram.addFile({ name: "only.bin", data: bytes });
-    const update = JSON.stringify({
-      update_id: ++updateId,
-      message: {
-        message_id: 1,
-        date: 0,
-        chat: { id: Number(chat), type: "private" },
-        document: ref,
-      },
-    });
-    const post = () =>
-      fetch(`${relay.url}/webhooks/telegram`, {
-        method: "POST",
-        headers: {
-          "content-type": "application/json",
-          "x-telegram-bot-api-secret-token": TELEGRAM_SECRET,
-        },
-        body: update,
-      });
+    const update = telegramUpdate(++updateId, chat, { document: ref });
+    const post = () => postTelegramUpdate(relay.url, TELEGRAM_SECRET, update);
     expect((await post()).status).toBe(200);
     expect((await inboxOf(bound.token, 1)).map((i) => i.sha256)).toEqual([sha256(bytes)]);
     // A newer session for the same chat: the replayed update is not stored again for it.

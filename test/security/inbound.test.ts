@@ -8,6 +8,7 @@ import { isCleanFileName, MAX_NAME_BYTES } from "../../src/names";
 import { startFakePlatforms, type FakePlatforms } from "../fixtures/platforms/start-fake-platforms";
 import { prepareShim, relayEnv, runShim } from "../shim/run-shim";
 import { startRelay, type RunningRelay } from "../support/relay";
+import { postTelegramUpdate, telegramUpdate } from "../support/telegram-update";
 import { discordKeys, nowSeconds, slackSignature } from "../support/webhook-signing";
 
 /**
@@ -85,19 +86,7 @@ describe("inbound attachments, seeds and webhook bodies", () => {
   }
 
   function telegram(chat: string, message: object, secret = TELEGRAM_SECRET) {
-    return fetch(`${relay.url}/webhooks/telegram`, {
-      method: "POST",
-      headers: { "content-type": "application/json", "x-telegram-bot-api-secret-token": secret },
-      body: JSON.stringify({
-        update_id: ++updateId,
-        message: {
-          message_id: 1,
-          date: 0,
-          chat: { id: Number(chat), type: "private" },
-          ...message,
-        },
-      }),
-    });
+    return postTelegramUpdate(relay.url, secret, telegramUpdate(++updateId, chat, message));
   }
 
   it("stores every hostile name a chat member sends under the one name rule", async () => {
@@ -316,16 +305,7 @@ describe("inbound attachments, seeds and webhook bodies", () => {
     const chat = "73001";
     const session = forgedTarget;
     const ref = fakes.telegram.addFile({ name: "forged.bin", data: randomBytes(100) });
-    const update = (id: number) =>
-      JSON.stringify({
-        update_id: id,
-        message: {
-          message_id: 1,
-          date: 0,
-          chat: { id: Number(chat), type: "private" },
-          document: ref,
-        },
-      });
+    const update = (id: number) => JSON.stringify(telegramUpdate(id, chat, { document: ref }));
     const forgedTelegram = await post(
       "/webhooks/telegram",
       {

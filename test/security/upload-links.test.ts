@@ -1,6 +1,7 @@
 import { createHash, randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startRelay, type RunningRelay } from "../support/relay";
+import { putToLink, startLinkUpload } from "../support/upload-link";
 import type { CreatedRequest } from "../../src/services/upload-requests";
 
 const sha256 = (bytes: Uint8Array) => createHash("sha256").update(bytes).digest("hex");
@@ -34,22 +35,6 @@ describe("upload links under attack", () => {
     return (await response.json()) as CreatedRequest;
   }
 
-  const put = (url: string, body: Uint8Array) =>
-    fetch(url, { method: "PUT", body, headers: { "content-length": String(body.byteLength) } });
-
-  async function start(url: string, bytes: Uint8Array): Promise<Response> {
-    return fetch(`${url}/uploads`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({
-        name: "x.bin",
-        size: bytes.byteLength,
-        sha256: sha256(bytes),
-        partSha256: [sha256(bytes)],
-      }),
-    });
-  }
-
   async function api(token: string, path: string, init: RequestInit = {}) {
     return fetch(`${relay.url}${path}`, {
       ...init,
@@ -70,7 +55,7 @@ describe("upload links under attack", () => {
     const { token } = await session();
     const created = await createRequest(token);
     const bodies = [randomBytes(400_000), randomBytes(400_000), randomBytes(400_000)];
-    const answers = await Promise.all(bodies.map((body) => put(created.url, body)));
+    const answers = await Promise.all(bodies.map((body) => putToLink(created.url, body)));
     const statuses = answers.map((r) => r.status).sort();
     expect(statuses).toEqual([201, 410, 410]);
     expect(await inboxCount(token)).toBe(1);
@@ -90,7 +75,9 @@ describe("upload links under attack", () => {
     // An upload under way through one link cannot be driven through another.
     const other = await createRequest(token);
     const bytes = randomBytes(1000);
-    const started = (await (await start(other.url, bytes)).json()) as { uploadId: string };
+    const started = (await (await startLinkUpload(other.url, bytes)).json()) as {
+      uploadId: string;
+    };
     const foreign = await fetch(`${created.url}/uploads/${started.uploadId}`);
     expect(await errorOf(foreign)).toEqual({
       status: 404,
@@ -128,7 +115,7 @@ describe("upload links under attack", () => {
       message: "no such upload request",
     });
     // What a stranger sends lands in the asking session only.
-    expect((await put(created.url, randomBytes(10))).status).toBe(201);
+    expect((await putToLink(created.url, randomBytes(10))).status).toBe(201);
     expect(await inboxCount(mine.token)).toBe(1);
     expect(await inboxCount(theirs.token)).toBe(0);
   });
@@ -138,7 +125,9 @@ describe("upload links under attack", () => {
     const fresh = await createRequest(token);
     const underway = await createRequest(token);
     const bytes = randomBytes(2000);
-    const started = (await (await start(underway.url, bytes)).json()) as { uploadId: string };
+    const started = (await (await startLinkUpload(underway.url, bytes)).json()) as {
+      uploadId: string;
+    };
     const revoke = await fetch(`${relay.url}/v1/sessions/${sessionId}`, {
       method: "DELETE",
       headers: { authorization: `Bearer ${relay.adminToken}` },
@@ -153,7 +142,7 @@ describe("upload links under attack", () => {
       code: "link_expired",
       message: "this upload link no longer works: the session that asked for the file has ended",
     };
-    expect(await errorOf(await put(fresh.url, bytes))).toEqual(ended);
+    expect(await errorOf(await putToLink(fresh.url, bytes))).toEqual(ended);
     const part = await fetch(`${underway.url}/uploads/${started.uploadId}/parts/1`, {
       method: "PUT",
       body: bytes,
@@ -170,7 +159,7 @@ describe("upload links under attack", () => {
     for (const bad of ["x", "%00", "A".repeat(43), "A".repeat(44), "..%2F..%2Fv1%2Ffiles"]) {
       const page = await fetch(`${relay.url}/u/${bad}`);
       expect(page.status).toBe(404);
-      const upload = await put(`${relay.url}/u/${bad}`, randomBytes(10));
+      const upload = await putToLink(`${relay.url}/u/${bad}`, randomBytes(10));
       expect(await errorOf(upload)).toEqual({
         status: 404,
         code: "not_found",
@@ -183,10 +172,10 @@ describe("upload links under attack", () => {
     const { token } = await session();
     const bytes = randomBytes(5000);
     const first = await createRequest(token);
-    expect((await put(first.url, bytes)).status).toBe(201);
+    expect((await putToLink(first.url, bytes)).status).toBe(201);
     // The same content again through a new link: no dedup answer, every part to send.
     const second = await createRequest(token);
-    const answer = (await (await start(second.url, bytes)).json()) as {
+    const answer = (await (await startLinkUpload(second.url, bytes)).json()) as {
       status: string;
       missing: number[];
     };

@@ -6,6 +6,7 @@ import { startRelay, type RunningRelay } from "../support/relay";
 import { relaySuite } from "../support/relay-suite";
 import { identityDeclaration } from "../support/declarations";
 import { s3Vars } from "../support/s3-vars";
+import { putToLink, startLinkUpload } from "../support/upload-link";
 import type { CreatedRequest } from "../../src/services/upload-requests";
 
 /**
@@ -28,22 +29,6 @@ describe("uploads and upload links, attacked", () => {
     const answer = await api(token, "POST", "/v1/requests", body);
     expect(answer.status).toBe(201);
     return answer.body as unknown as CreatedRequest;
-  }
-
-  const putToLink = (url: string, body: Uint8Array) =>
-    fetch(url, { method: "PUT", body, headers: { "content-length": String(body.byteLength) } });
-
-  function startLinkUpload(url: string, bytes: Uint8Array): Promise<Response> {
-    return fetch(`${url}/uploads`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({
-        name: "x.bin",
-        size: bytes.byteLength,
-        sha256: sha256(bytes),
-        partSha256: [sha256(bytes)],
-      }),
-    });
   }
 
   const putLinkPart = (url: string, uploadId: string, bytes: Uint8Array) =>
