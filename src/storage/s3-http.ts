@@ -115,6 +115,10 @@ function encodeRfc3986(value: string): string {
 
 /** The `<Code>` of an S3 XML error body, without an XML parser. */
 export async function s3ErrorCode(response: Response): Promise<string> {
-  const text = await response.text();
-  return /<Code>([^<]*)<\/Code>/.exec(text)?.[1] ?? `HTTP ${response.status}`;
+  return s3ErrorCodeIn(await response.text(), response.status);
+}
+
+/** The `<Code>` of an S3 error body already read, else the HTTP status. */
+export function s3ErrorCodeIn(body: string, status: number): string {
+  return /<Code>([^<]*)<\/Code>/.exec(body)?.[1] ?? `HTTP ${status}`;
 }

@@ -13,7 +13,7 @@ import {
   signedPutHeaders,
 } from "./blob-store";
 import { withKnownLength } from "./known-length";
-import { S3Http, s3ErrorCode } from "./s3-http";
+import { S3Http, s3ErrorCode, s3ErrorCodeIn } from "./s3-http";
 import { S3Multipart } from "./s3-multipart";
 
 /**
@@ -143,7 +143,7 @@ export class S3BlobStore implements BlobStore {
     const response = await this.http.send("PUT", toKey, source, new Uint8Array(0));
     const answer = await response.text();
     if (!response.ok || answer.includes("<Error>")) {
-      const code = /<Code>([^<]*)<\/Code>/.exec(answer)?.[1] ?? "";
+      const code = s3ErrorCodeIn(answer, response.status);
       throw new Error(`S3 copy of ${fromKey} to ${toKey} failed: ${response.status} ${code}`);
     }
   }

@@ -30,14 +30,14 @@ async function setup(overrides = {}) {
 const decode = (base64: string | undefined) =>
   Uint8Array.from(atob(base64 ?? ""), (c) => c.charCodeAt(0));
 
-/** The fake Telegram refuses the next sendDocument, as for a chat the bot may not post in. */
-function refuseNextTelegramDocument() {
+/** The fake Telegram refuses the next sendDocument with a 400 and `reason`. */
+function refuseNextTelegramDocument(reason = "not enough rights") {
   return fakes.fault("telegram", {
     method: "sendDocument",
     times: 1,
     response: {
       status: 400,
-      body: { ok: false, error_code: 400, description: "Bad Request: not enough rights" },
+      body: { ok: false, error_code: 400, description: `Bad Request: ${reason}` },
     },
   });
 }
@@ -141,14 +141,7 @@ describe("delivery to Telegram", () => {
   it("reports a refusal as 502 delivery_failed with the platform's reason, and records it", async () => {
     const { client, token, chats, deliver } = await setup();
     const file = await upload(client, token, randomBytes(100), "x.bin");
-    await fakes.fault("telegram", {
-      method: "sendDocument",
-      times: 1,
-      response: {
-        status: 400,
-        body: { ok: false, error_code: 400, description: "Bad Request: chat not found" },
-      },
-    });
+    await refuseNextTelegramDocument("chat not found");
     const refused = await errorOf(await deliver(file.fileId, { to: `telegram:${chats.telegram}` }));
     expect(refused).toMatchObject({ status: 502, code: "delivery_failed" });
     expect(refused.message).toContain("chat not found");

@@ -434,6 +434,16 @@ for (const backend of backends()) {
         return (await response.json()) as FileRecord;
       }
 
+      /** Every upload of the session but the completed one was rejected, its object gone. */
+      async function expectOnlyRejectedBeside(sessionId: string) {
+        for (const upload of await uploadsOf(sessionId)) {
+          if (upload.status !== "completed") {
+            expect(upload.status).toBe("rejected");
+            expect(await store.head(upload.stored_key)).toBeNull();
+          }
+        }
+      }
+
       /** A record without its share link, which is minted fresh for every answer. */
       const withoutLink = ({ url: _url, urlExpiresAt: _at, ...rest }: FileRecord) => rest;
 
@@ -496,12 +506,7 @@ for (const backend of backends()) {
         expect(two.fileId).toBe(one.fileId);
         expect((await filesOf(session.token)).map((f) => f.fileId)).toEqual([one.fileId]);
         expect(await usageOf(session.sessionId)).toBe(bytes.byteLength);
-        for (const upload of await uploadsOf(session.sessionId)) {
-          if (upload.status !== "completed") {
-            expect(upload.status).toBe("rejected");
-            expect(await store.head(upload.stored_key)).toBeNull();
-          }
-        }
+        await expectOnlyRejectedBeside(session.sessionId);
       });
 
       it("makes a file per key: two keys, two files", async () => {
@@ -567,12 +572,7 @@ for (const backend of backends()) {
           });
           expect((await filesOf(session.token)).map((f) => f.fileId)).toEqual([first.fileId]);
           expect(await usageOf(session.sessionId)).toBe(bytes.byteLength);
-          for (const upload of await uploadsOf(session.sessionId)) {
-            if (upload.status !== "completed") {
-              expect(upload.status).toBe("rejected");
-              expect(await store.head(upload.stored_key)).toBeNull();
-            }
-          }
+          await expectOnlyRejectedBeside(session.sessionId);
         },
       );
 
