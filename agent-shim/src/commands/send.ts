@@ -1,4 +1,5 @@
-import { open, opendir, stat } from "node:fs/promises";
+import { closeSync, openSync, statSync } from "node:fs";
+import { stat } from "node:fs/promises";
 import { basename } from "node:path";
 import { parseCommandArgs } from "../cli/args.js";
 import { ARCHIVE_TYPE, archiveDirectory } from "../archive/archive-build.js";
@@ -84,7 +85,7 @@ export async function send(args: string[]): Promise<void> {
   };
   const isDirectory = new Map<string, boolean>();
   for (const path of paths) {
-    if (path !== STDIN) isDirectory.set(path, await checkSendable(path));
+    if (path !== STDIN) isDirectory.set(path, checkSendable(path));
   }
   let failed = false;
   for (const path of paths) {
@@ -169,25 +170,22 @@ async function deliver(
 
 /**
  * A regular file or a directory this process can read; anything else fails before a byte is
- * sent. Says whether it is a directory.
+ * sent. Says whether it is a directory. Synchronous, as `readSample` is.
  */
-async function checkSendable(path: string): Promise<boolean> {
-  const info = await stat(path).catch((err: unknown) => {
+function checkSendable(path: string): boolean {
+  try {
+    const info = statSync(path);
+    if (info.isDirectory()) {
+      closeSync(openSync(path, "r"));
+      return true;
+    }
+    if (!info.isFile()) throw new UsageError(`${path} is not a regular file or a directory`);
+    closeSync(openSync(path, "r"));
+    return false;
+  } catch (err) {
+    if (err instanceof UsageError) throw err;
     throw fsError("read", path, err);
-  });
-  if (info.isDirectory()) {
-    const listing = await opendir(path).catch((err: unknown) => {
-      throw fsError("read", path, err);
-    });
-    await listing.close();
-    return true;
   }
-  if (!info.isFile()) throw new UsageError(`${path} is not a regular file or a directory`);
-  const handle = await open(path, "r").catch((err: unknown) => {
-    throw fsError("read", path, err);
-  });
-  await handle.close();
-  return false;
 }
 
 /**
@@ -237,9 +235,9 @@ async function sendFile(
 ): Promise<SendResult> {
   const { relay, level, states } = options;
   const name = rename ?? basename(path);
-  const head = await readSample(path);
-  if (head.size <= SINGLE_UPLOAD_MAX_BYTES) {
-    const small = await sendSmallFile(path, name, head, options);
+  const head = readSample(path, SINGLE_UPLOAD_MAX_BYTES);
+  if (head.whole) {
+    const small = await sendSmallFile(path, name, { ...head, whole: head.whole }, options);
     if (small) return small;
   }
   const sent = await options.sent.get();

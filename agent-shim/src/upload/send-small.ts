@@ -1,5 +1,3 @@
-import { readFile } from "node:fs/promises";
-import { fsError } from "../cli/errors.js";
 import { sendInOneRequest } from "./one-request.js";
 import { changedWhileSending, type Sample } from "./prepare.js";
 import { toSendResult } from "./send-line.js";
@@ -16,20 +14,18 @@ export interface SendOptions extends SendContext {
 }
 
 /**
- * A file of at most the one-request limit, read whole, hashed and gzipped (where it pays) in
- * memory and sent in one request. Undefined when the relay has no one-request route.
+ * A file of at most the one-request limit, read whole with its sample (`head.whole`), hashed
+ * and gzipped (where it pays) in memory and sent in one request. Undefined when the relay has
+ * no one-request route.
  */
 export async function sendSmallFile(
   path: string,
   name: string,
-  head: Sample,
+  head: Sample & { whole: Buffer },
   options: SendOptions,
 ): Promise<SendResult | undefined> {
-  const original = await readFile(path).catch((err: unknown) => {
-    throw fsError("read", path, err);
-  });
-  if (original.length !== head.size) throw changedWhileSending(path);
-  const small = describeInMemory(original, name, head, options.level);
+  if (head.whole.length !== head.size) throw changedWhileSending(path);
+  const small = describeInMemory(head.whole, name, head, options.level);
   return sendSmallBytes(small, options);
 }
 
