@@ -1,7 +1,7 @@
 import type { FileRow } from "../db/files";
 import { AppError } from "../errors";
 import type { BlobStore } from "../storage";
-import { openOriginal } from "../services/original-bytes";
+import { contentGone, openOriginal } from "../services/original-bytes";
 import { withKnownLength } from "../storage/known-length";
 import { contentDisposition } from "./content-disposition";
 import { parseRange } from "./range";
@@ -113,8 +113,7 @@ export async function fileResponse(
   let body: ReadableStream<Uint8Array> | null = null;
   try {
     body = length === 0 ? null : await openOriginal(store, file, range);
-    if (length > 0 && !body)
-      throw new AppError("file_not_found", "the file's content is no longer stored");
+    if (length > 0 && !body) throw contentGone();
   } catch (error) {
     budget?.endedEarly(0, length);
     throw error;

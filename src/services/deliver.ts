@@ -20,7 +20,7 @@ import { planDelivery } from "../platforms/tiers";
 import type { DeliveryRecord } from "../wire-types";
 import { humanSize } from "./human-size";
 import { toFileRecord } from "./file-record";
-import { openOriginal, readHead } from "./original-bytes";
+import { contentGone, openOriginal, readHead } from "./original-bytes";
 import { destination } from "./validation";
 
 export const deliverBody = z
@@ -71,6 +71,8 @@ export async function deliverFile(
     throw new AppError("platform_not_configured", `${to.platform} is not configured on this relay`);
 
   const head = await readHead(deps.store, file, SNIFF_BYTES);
+  // Never post an empty or cut file, nor a link to one.
+  if (head.byteLength < Math.min(SNIFF_BYTES, file.size)) throw contentGone();
   const sniffed = await sniffMediaKind(head);
   const plan = planDelivery(deps.config.tiers, to.platform, sniffed.kind, file.size, sniffed.mime);
   const claim = await claimDelivery(deps.db, {
@@ -117,7 +119,11 @@ export async function deliverFile(
         size: file.size,
         contentType: sniffed.mime ?? file.contentType,
         kind: plan.kind,
-        open: async () => (await openOriginal(deps.store, file)) ?? new Blob([]).stream(),
+        open: async () => {
+          const body = await openOriginal(deps.store, file);
+          if (!body) throw contentGone();
+          return body;
+        },
       };
       ({ sent, uploadedBytes } = await sendNative(deps, platform, session, file, outgoing, {
         target: to.target,
@@ -138,7 +144,7 @@ export async function deliverFile(
     if (!sent.messageId) throw new PlatformError(to.platform, 502, "the answer has no message id");
   } catch (error) {
     const reason =
-      error instanceof PlatformError
+      error instanceof PlatformError || error instanceof AppError
         ? error.message
         : `could not reach ${to.platform}: ${String(error)}`;
     await finishDelivery(
@@ -152,6 +158,7 @@ export async function deliverFile(
       { ...logged, status: "failed", error: reason, durationMs: since(started) },
       "warn",
     );
+    if (error instanceof AppError) throw error;
     throw new AppError(
       error instanceof PlatformError ? "delivery_failed" : "platform_unreachable",
       reason,

@@ -2,6 +2,7 @@ import type { Blob } from "../db/blobs";
 import type { BlobStore } from "../storage";
 import type { ByteRange } from "../storage/blob-store";
 import { digestExactly } from "../content/stream-digest";
+import { AppError } from "../errors";
 
 /** How a blob is kept: enough to turn stored bytes back into the original ones. */
 export type StoredForm = Pick<Blob, "encoding" | "storedKey" | "size">;
@@ -86,6 +87,11 @@ function sliceStream({ offset, length }: ByteRange): TransformStream<Uint8Array,
       );
     },
   });
+}
+
+/** A file whose row outlived its stored bytes (a lifecycle rule, an operator's delete). */
+export function contentGone(): AppError {
+  return new AppError("file_not_found", "the file's content is no longer stored");
 }
 
 /** The first `limit` original bytes of a file (fewer when it is shorter). */

@@ -306,6 +306,30 @@ describe("delivery to Slack", () => {
 });
 
 describe("POST /v1/files/:id/deliveries refusals", () => {
+  it("refuses a file whose stored bytes are gone with 404, posting nothing and recording nothing", async () => {
+    const { client, token, chats, deliver } = await setup();
+    const file = await upload(client, token, randomBytes(300), "gone.bin");
+    const row = await env.DB.prepare("SELECT stored_key FROM files WHERE id = ?")
+      .bind(file.fileId)
+      .first<{ stored_key: string }>();
+    await env.BUCKET.delete(row!.stored_key);
+    for (const to of [`telegram:${chats.telegram}`, `discord:${chats.discord}`]) {
+      expect(await errorOf(await deliver(file.fileId, { to }))).toEqual({
+        status: 404,
+        code: "file_not_found",
+        message: "the file's content is no longer stored",
+      });
+    }
+    const telegram = await fakes.requests("telegram", "sendDocument");
+    expect(telegram.filter((r) => r.fields.chat_id === chats.telegram)).toEqual([]);
+    const discord = await fakes.requests("discord", "channels.messages");
+    expect(discord.filter((r) => r.path.includes(chats.discord))).toEqual([]);
+    const list = (await (
+      await client.call("GET", `/v1/files/${file.fileId}/deliveries`, { token })
+    ).json()) as { deliveries: DeliveryRecord[] };
+    expect(list.deliveries).toEqual([]);
+  });
+
   it("returns 403 for a destination not bound to the session", async () => {
     const { client, token, deliver } = await setup();
     const file = await upload(client, token, randomBytes(10), "a.bin");
