@@ -38,8 +38,11 @@ interface SlackEnvelope {
   challenge?: string;
   event_id?: string;
   team_id?: string;
+  /** Who the event is delivered for: with a bot token, the app's own bot user (`is_bot`). */
+  authorizations?: { user_id?: string; is_bot?: boolean }[];
   event?: {
     type: string;
+    user_id?: string;
     channel?: string;
     channel_id?: string;
     file_id?: string;
@@ -137,6 +140,7 @@ export class SlackPlatform implements Platform {
       refused: [],
     };
     if (envelope.type !== "event_callback" || !event || event.bot_id) return result;
+    if (event.type === "file_shared" && sharedByOwnBot(envelope)) return result;
     const channel = event.channel ?? event.channel_id;
     if (channel) result.chat = `slack:${channel}`;
     if (event.type === "message") {
@@ -176,6 +180,18 @@ export class SlackPlatform implements Platform {
       throw toPlatformError(error as WebAPICallError);
     }
   }
+}
+
+/**
+ * A `file_shared` event carries no `bot_id`, only the sharing user's id: a file the relay's
+ * bot shared (a delivery) is told by that id being the bot user the event was sent for.
+ */
+function sharedByOwnBot(envelope: SlackEnvelope): boolean {
+  const sharer = envelope.event?.user_id;
+  return (
+    sharer !== undefined &&
+    (envelope.authorizations ?? []).some((auth) => auth.is_bot === true && auth.user_id === sharer)
+  );
 }
 
 /**

@@ -356,6 +356,27 @@ describe("receiving from Slack", () => {
     expect(item?.size).toBe(999);
     expect(await contentOf(token, item!)).toBe(await sha256Hex(bytes));
   });
+
+  it("takes no file_shared event for a file the relay's own bot shared (a delivery)", async () => {
+    const channel = `C${uniqueChatId()}`;
+    const { token } = await sessionFor(`slack:${channel}`);
+    const ref = await fakes.addFile<SlackRef>("slack", "delivered.bin", randomBytes(500));
+    const infoCalls = async () =>
+      (await fakes.requests("slack", "files.info")).filter((r) =>
+        JSON.stringify(r).includes(ref.id),
+      );
+    const response = await slackEvent({
+      type: "event_callback",
+      event_id: `Ev${uniqueChatId()}`,
+      // Slack names the app's bot user among the event's authorizations; a file_shared
+      // event carries no bot_id, only the sharing user's id.
+      authorizations: [{ team_id: "T1", user_id: "UAIRLOCKBOT", is_bot: true }],
+      event: { type: "file_shared", channel_id: channel, file_id: ref.id, user_id: "UAIRLOCKBOT" },
+    });
+    expect(response.status).toBe(200);
+    expect(await inboxOf(token)).toEqual([]);
+    expect(await infoCalls()).toEqual([]);
+  });
 });
 
 describe("POST /v1/sessions/:id/inbox", () => {
