@@ -42,6 +42,12 @@ export interface InboundAttachment {
   contentType?: string;
   /** Platform-specific reference, stored as JSON until the fetch succeeds. */
   ref: Record<string, string | number>;
+  /**
+   * The attachment's own key, where one file can come in more than one event (Slack sends a
+   * share as a message and as a `file_shared` event): it is taken once. Otherwise the event's
+   * key and the attachment's place in it.
+   */
+  key?: string;
 }
 
 /** An attachment the relay will not take, with why, to explain in the chat. */

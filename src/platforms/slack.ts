@@ -146,13 +146,14 @@ export class SlackPlatform implements Platform {
     if (event.type === "message") {
       for (const file of event.files ?? []) {
         if (typeof file?.id === "string" && file.id !== "")
-          result.attachments.push(attachmentOf(file));
+          result.attachments.push({ ...attachmentOf(file), key: fileKey(channel, file.id) });
       }
     } else if (event.type === "file_shared" && typeof event.file_id === "string") {
       result.attachments.push({
         name: cleanFileName(event.file_id, "file"),
         size: null,
         ref: { fileId: event.file_id },
+        key: fileKey(channel, event.file_id),
       });
     }
     result.eventKey = eventKeyOf(envelope, channel, result.attachments);
@@ -180,6 +181,11 @@ export class SlackPlatform implements Platform {
       throw toPlatformError(error as WebAPICallError);
     }
   }
+}
+
+/** One Slack file shared into one channel, whichever event (or replay) brings it. */
+function fileKey(channel: string | undefined, fileId: string): string {
+  return `slack:file:${channel ?? ""}:${fileId}`;
 }
 
 /**

@@ -103,7 +103,7 @@ async function admit(
       status: refusal ? "failed" : "fetching",
       attachment: JSON.stringify(pending),
       fileId: null,
-      eventKey: event.eventKey ? `${event.eventKey}:${index}` : null,
+      eventKey: attachment.key ?? (event.eventKey ? `${event.eventKey}:${index}` : null),
       createdAt: deps.now(),
       ...(refusal ? { error: refusal.message, attempts: MAX_FETCH_ATTEMPTS } : {}),
     });

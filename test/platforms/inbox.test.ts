@@ -357,6 +357,22 @@ describe("receiving from Slack", () => {
     expect(await contentOf(token, item!)).toBe(await sha256Hex(bytes));
   });
 
+  it("takes a file once when Slack sends its share as both a message and a file_shared event", async () => {
+    const channel = `C${uniqueChatId()}`;
+    const { token } = await sessionFor(`slack:${channel}`);
+    const bytes = randomBytes(700);
+    const ref = await fakes.addFile<SlackRef>("slack", "once.bin", bytes);
+    const share = async (event: object) =>
+      (await slackEvent({ type: "event_callback", event_id: `Ev${uniqueChatId()}`, event })).status;
+    expect(await share({ type: "message", subtype: "file_share", channel, files: [ref] })).toBe(
+      200,
+    );
+    expect(await share({ type: "file_shared", channel_id: channel, file_id: ref.id })).toBe(200);
+    const items = await inboxOf(token);
+    expect(items.map((item) => item.name)).toEqual(["once.bin"]);
+    expect(await contentOf(token, items[0]!)).toBe(await sha256Hex(bytes));
+  });
+
   it("takes no file_shared event for a file the relay's own bot shared (a delivery)", async () => {
     const channel = `C${uniqueChatId()}`;
     const { token } = await sessionFor(`slack:${channel}`);
