@@ -12,7 +12,8 @@ export interface Session {
   revokedAt: number | null;
 }
 
-interface SessionRow {
+/** A `sessions` row as D1 returns it (`SELECT *`). */
+export interface SessionRow {
   id: string;
   destinations: string;
   quota_bytes: number;
@@ -52,7 +53,10 @@ export async function insertSession(
 
 export async function findSession(db: D1Database, id: string): Promise<Session | null> {
   const row = await db.prepare("SELECT * FROM sessions WHERE id = ?").bind(id).first<SessionRow>();
-  if (!row) return null;
+  return row ? sessionOfRow(row) : null;
+}
+
+export function sessionOfRow(row: SessionRow): Session {
   return {
     id: row.id,
     destinations: JSON.parse(row.destinations) as string[],

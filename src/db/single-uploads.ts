@@ -5,53 +5,80 @@ import {
   setIdempotencyKeyStatement,
   type FileRow,
 } from "./files";
-import { SESSION_SCOPE_SQL, sessionUsageSql } from "./sessions";
+import {
+  SESSION_SCOPE_SQL,
+  sessionOfRow,
+  sessionUsageSql,
+  type Session,
+  type SessionRow,
+} from "./sessions";
 import type { Upload } from "./uploads";
 
 /**
  * The D1 side of a one-request upload (`POST /v1/single-uploads`) in two batches, each one
- * round trip and one transaction: `declareSingleUpload` before the body is read (a dedup hit
- * within the owner scope, or a pending upload holding its bytes in the quota), and once the
- * relay has stored and hashed the bytes, the upload completed with its file and its blob
- * (`upsertBlobOfUploadStatement`).
+ * round trip and one transaction: `declareSingleUpload` before the body is read (the
+ * caller's session row, then a dedup hit within the owner scope, or a pending upload holding
+ * its bytes in the quota), and once the relay has stored and hashed the bytes, the upload
+ * completed with its file and its blob (`upsertBlobOfUploadStatement`).
  */
 
 /** What a one-request declaration came to. */
-export type SingleDeclaration =
+type Outcome =
   /** A file over content the scope holds (the blob was pushed out to outlive it). */
   | { kind: "deduped"; file: FileRow }
   /** The pending upload is recorded; its bytes count against the quota. */
   | { kind: "upload" }
   /** The scope holds this SHA-256 with another size: nothing was recorded. */
   | { kind: "size_mismatch" }
-  /** Over the quota (or the upload was not allowed): nothing was recorded. */
-  | { kind: "refused"; held: boolean }
-  /** A dedup hit, but the session gave a file this `Idempotency-Key` already: nothing was recorded. */
-  | { kind: "key_taken" };
+  /**
+   * Nothing was recorded: over the quota, the upload was not allowed, or the session may not
+   * declare this at all (its row tells why).
+   */
+  | { kind: "refused"; held: boolean };
 
 /**
- * Bound to every declaration statement: ?1 session id, ?2 now, ?3 scope, ?4 sha256, ?5 size,
- * ?6 quota; each statement's own values follow from ?7.
+ * The outcome with the caller's session row as the batch read it (null: no such session);
+ * or `key_taken`: a dedup hit, but the session gave a file this `Idempotency-Key` already,
+ * and nothing was recorded. Only a live session's file can meet the key.
  */
-const scopeFilesHold = `EXISTS (SELECT 1 FROM files f WHERE f.scope = ?3 AND f.sha256 = ?4
+export type SingleDeclaration = (Outcome & { session: Session | null }) | { kind: "key_taken" };
+
+/**
+ * Bound to every declaration statement: ?1 session id, ?2 now, ?3 sha256, ?4 size, ?5 the
+ * relay's largest file; each statement's own values follow from ?6. The session's scope and
+ * quota are read from its row in the same transaction.
+ */
+const sessionRow = "FROM sessions WHERE id = ?1";
+const callerScope = `(SELECT ${SESSION_SCOPE_SQL} ${sessionRow})`;
+/**
+ * Nothing is written unless the session is live (as `checkLive` in src/auth/live-session.ts
+ * asks) and the size is within the relay's and the session's limits (`checkDeclaredSize`),
+ * which the caller checks, in that order, on the row the batch returns.
+ */
+const callerMayDeclare = `EXISTS (SELECT 1 ${sessionRow} AND revoked_at IS NULL AND expires_at > ?2
+                                    AND ?4 <= quota_bytes AND ?4 <= ?5)`;
+const scopeFilesHold = `EXISTS (SELECT 1 FROM files f WHERE f.scope = ${callerScope} AND f.sha256 = ?3
                           AND f.verified = 1 AND f.deleted_at IS NULL AND f.expires_at > ?2)`;
 /** A live blob of the content, which the scope holds in a live, verified file (`findBlobHeldByScope`). */
-const heldBlob = `b.sha256 = ?4 AND b.expires_at > ?2 AND ${scopeFilesHold}`;
-const fitsQuota = `${sessionUsageSql()} + ?5 <= ?6`;
+const heldBlob = `b.sha256 = ?3 AND b.expires_at > ?2 AND ${scopeFilesHold}`;
+const fitsQuota = `${sessionUsageSql()} + ?4 <= (SELECT quota_bytes ${sessionRow})`;
 
 /**
- * Declares a one-request upload in one round trip, exactly as `declareUpload` decides: the
- * content held by the caller's owner scope (a hash alone is never a key) with the declared
- * size is a dedup hit, its blob extended and the file inserted within the quota; content it
- * does not hold becomes `upload`, inserted pending within the quota, when `upload` is given.
- * The statements' conditions exclude each other, so at most one row is inserted. With an
- * `idempotencyKey` the dedup file carries it; one the session gave a file already undoes
- * the whole batch (`key_taken`).
+ * Declares a one-request upload in one round trip, exactly as `declareUpload` decides, and
+ * reads the caller's session row in the same transaction: nothing is written for a session
+ * that is not live, or a size over its quota or `maxFileBytes`. The content held by the
+ * caller's owner scope (a hash alone is never a key) with the declared size is a dedup hit,
+ * its blob extended and the file inserted within the quota; content it does not hold becomes
+ * `upload`, inserted pending within the quota, when `upload` is given. The statements'
+ * conditions exclude each other, so at most one row is inserted. With an `idempotencyKey`
+ * the dedup file carries it; one the session gave a file already undoes the whole batch
+ * (`key_taken`).
  */
 export async function declareSingleUpload(
   db: D1Database,
   declared: {
-    session: { id: string; scope: string; quotaBytes: number };
+    sessionId: string;
+    maxFileBytes: number;
     /** The file a dedup hit becomes; its `storedKey` and `encoding` are the blob's. */
     dedupFile: FileRow;
     /** Null when the declaration may only be a dedup hit (it broke a rule of new uploads). */
@@ -60,27 +87,27 @@ export async function declareSingleUpload(
     now: number;
   },
 ): Promise<SingleDeclaration> {
-  const { session, dedupFile: file, upload, idempotencyKey, now } = declared;
-  const common = [session.id, now, session.scope, file.sha256, file.size, session.quotaBytes];
+  const { sessionId, maxFileBytes, dedupFile: file, upload, idempotencyKey, now } = declared;
+  const common = [sessionId, now, file.sha256, file.size, maxFileBytes];
+  const session = db.prepare(`SELECT * ${sessionRow}`).bind(sessionId);
   const held = db
     .prepare(`SELECT b.size FROM blobs b WHERE ${heldBlob}`)
-    .bind(...common.slice(0, 4));
+    .bind(...common.slice(0, 3));
   const extend = db
     .prepare(
-      `UPDATE blobs AS b SET expires_at = MAX(b.expires_at, ?7)
-       WHERE ${heldBlob} AND b.size = ?5`,
+      `UPDATE blobs AS b SET expires_at = MAX(b.expires_at, ?6)
+       WHERE ${heldBlob} AND b.size = ?4 AND ${callerMayDeclare}`,
     )
     .bind(...common, file.expiresAt);
   const insertFile = db
     .prepare(
       `INSERT INTO files (${FILE_COLUMNS})
-       SELECT ?7, ?1, ?8, ?5, ?4, ?9, b.encoding, b.stored_key, 1, 1, ?2, ?10,
-              (SELECT ${SESSION_SCOPE_SQL} FROM sessions WHERE id = ?1)
-       FROM blobs b WHERE ${heldBlob} AND b.size = ?5 AND ${fitsQuota}
+       SELECT ?6, ?1, ?7, ?4, ?3, ?8, b.encoding, b.stored_key, 1, 1, ?2, ?9, ${callerScope}
+       FROM blobs b WHERE ${heldBlob} AND b.size = ?4 AND ${callerMayDeclare} AND ${fitsQuota}
        RETURNING encoding, stored_key`,
     )
     .bind(...common, file.id, file.name, file.contentType, file.expiresAt);
-  const statements = [held, extend, insertFile];
+  const statements = [session, held, extend, insertFile];
   if (upload) statements.push(insertUploadUnlessHeld(db, common, upload));
   if (idempotencyKey !== undefined) {
     statements.push(setIdempotencyKeyStatement(db, file.id, idempotencyKey));
@@ -92,23 +119,29 @@ export async function declareSingleUpload(
     if (isIdempotencyKeyTaken(error)) return { kind: "key_taken" };
     throw error;
   }
-  const [heldResult, , inserted] = results;
-  const uploadResult = upload ? results[3] : undefined;
+  const [sessionResult, heldResult, , inserted] = results;
+  const uploadResult = upload ? results[4] : undefined;
+  const row = (sessionResult?.results as SessionRow[] | undefined)?.[0];
+  const answer = { session: row ? sessionOfRow(row) : null };
 
   const stored = (inserted?.results as { encoding: FileRow["encoding"]; stored_key: string }[])[0];
   if (stored) {
     return {
+      ...answer,
       kind: "deduped",
       file: { ...file, encoding: stored.encoding, storedKey: stored.stored_key },
     };
   }
-  if (uploadResult?.meta.changes === 1) return { kind: "upload" };
+  if (uploadResult?.meta.changes === 1) return { ...answer, kind: "upload" };
   const blob = (heldResult?.results as { size: number }[] | undefined)?.[0];
-  if (blob && blob.size !== file.size) return { kind: "size_mismatch" };
-  return { kind: "refused", held: blob !== undefined };
+  if (blob && blob.size !== file.size) return { ...answer, kind: "size_mismatch" };
+  return { ...answer, kind: "refused", held: blob !== undefined };
 }
 
-/** Records the pending upload only while the scope does not hold the content, within the quota. */
+/**
+ * Records the pending upload only while the scope does not hold the content, within the
+ * quota, for a session that may declare it.
+ */
 function insertUploadUnlessHeld(
   db: D1Database,
   common: unknown[],
@@ -118,8 +151,9 @@ function insertUploadUnlessHeld(
     .prepare(
       `INSERT INTO uploads (id, session_id, name, size, sha256, content_type, encoding, stored_key,
                             stored_size, stored_sha256, status, created_at, expires_at)
-       SELECT ?7, ?1, ?8, ?5, ?4, ?9, ?10, ?11, ?12, ?13, 'pending', ?2, ?14
-       WHERE NOT EXISTS (SELECT 1 FROM blobs b WHERE ${heldBlob}) AND ${fitsQuota}`,
+       SELECT ?6, ?1, ?7, ?4, ?3, ?8, ?9, ?10, ?11, ?12, 'pending', ?2, ?13
+       WHERE NOT EXISTS (SELECT 1 FROM blobs b WHERE ${heldBlob})
+         AND ${callerMayDeclare} AND ${fitsQuota}`,
     )
     .bind(
       ...common,

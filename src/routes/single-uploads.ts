@@ -1,35 +1,30 @@
 import { Hono } from "hono";
-import type { AppEnv } from "../app-env";
-import { requireCaller, sessionOf } from "../auth/middleware";
-import { idempotencyKeyOf } from "../http/idempotency-key";
+import { requireSessionToken, type SessionTokenEnv } from "../auth/middleware";
 import { logEvent, since } from "../log";
-import { invalidRequest, singleUpload, singleUploadQuery } from "../services/single-upload";
+import { singleUpload } from "../services/single-upload";
 
 /**
  * A small file in one request: the declaration in the query, the stored bytes as the body
- * (docs/api.md, "One-request uploads").
+ * (docs/api.md, "One-request uploads"). The session's row is read with the declaration.
  */
-export const singleUploads = new Hono<AppEnv>()
-  .use(requireCaller("session"))
+export const singleUploads = new Hono<SessionTokenEnv>()
+  .use(requireSessionToken())
   .post("/", async (c) => {
     const started = Date.now();
-    const parsed = singleUploadQuery.safeParse(c.req.query());
-    if (!parsed.success) throw invalidRequest(parsed.error);
-    const idempotencyKey = idempotencyKeyOf(c.req.header("idempotency-key"));
-    const session = sessionOf(c.var.caller);
+    const { sessionId } = c.var;
     const file = await singleUpload(
       c.var.deps,
-      session,
+      sessionId,
       {
-        query: parsed.data,
+        query: c.req.query(),
         contentLength: c.req.header("content-length"),
         body: c.req.raw.body,
-        idempotencyKey,
+        idempotencyKey: c.req.header("idempotency-key"),
       },
       new URL(c.req.url).origin,
     );
     logEvent("single_upload", {
-      sessionId: session.id,
+      sessionId,
       fileId: file.fileId,
       outcome: file.deduped ? "deduped" : "stored",
       size: file.size,

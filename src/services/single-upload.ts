@@ -7,11 +7,12 @@ import {
   setIdempotencyKeyStatement,
   type FileRow,
 } from "../db/files";
-import type { Session } from "../db/sessions";
 import { declareSingleUpload, upsertBlobOfUploadStatement } from "../db/single-uploads";
 import { completeUploadStatement, type Upload } from "../db/uploads";
 import type { Deps } from "../deps";
 import { AppError } from "../errors";
+import { checkLive, liveSession } from "../auth/live-session";
+import { idempotencyKeyOf } from "../http/idempotency-key";
 import { digestExactly } from "../content/stream-digest";
 import { newId } from "../ids";
 import { logEvent } from "../log";
@@ -38,7 +39,7 @@ const decimal = z
   .transform(Number);
 
 /** The query of `POST /v1/single-uploads`: a declaration's fields; `storedSize` is the body's length. */
-export const singleUploadQuery = z
+const singleUploadQuery = z
   .object({
     name: z.string(),
     size: decimal,
@@ -49,14 +50,15 @@ export const singleUploadQuery = z
   })
   .strict();
 
-export type SingleUploadQuery = z.infer<typeof singleUploadQuery>;
+type SingleUploadQuery = z.infer<typeof singleUploadQuery>;
 
-/** A one-request upload: what it declares, and the stored bytes as they arrive. */
+/** A one-request upload as it arrives: what it declares, and the stored bytes. */
 export interface SingleUpload {
-  query: SingleUploadQuery;
+  /** The request's query, checked here (`singleUploadQuery`). */
+  query: Record<string, string>;
   contentLength: string | undefined;
   body: ReadableStream<Uint8Array> | null;
-  /** The `Idempotency-Key` header (checked by `idempotencyKeyOf`), if sent. */
+  /** The `Idempotency-Key` header, if sent; checked here (`idempotencyKeyOf`). */
   idempotencyKey: string | undefined;
 }
 
@@ -72,16 +74,18 @@ interface SingleDeclared {
 }
 
 /**
- * Declares, stores, verifies and registers a small file in one request. The declaration
+ * Declares, stores, verifies and registers a small file in one request, for the session
+ * `sessionId` whose token was checked but whose row was not read yet. The declaration
  * follows `declareUpload`'s rules (name rule, `MAX_FILE_BYTES`, quota, size of the content)
  * with its codes and messages, and its dedup answer: a hit within the caller's owner scope
  * returns its file and the body is never read; content held elsewhere changes nothing. It
- * costs one D1 round trip (`declareSingleUpload`). Otherwise the body is read and checked
- * before it is stored on the upload's own key (`storeChecked`): the file is verified when it
- * is registered (one more round trip), and bytes that are not the declared ones answer
- * `422 content_mismatch` with nothing kept. Like every completed upload it goes on the verify
- * queue, where its stored copy is settled (one per content), so the answer costs the same
- * whatever other scopes hold.
+ * costs one D1 round trip (`declareSingleUpload`), which reads the session's row too and
+ * writes nothing unless the session is live; its refusal comes first, as on every session
+ * route. Otherwise the body is read and checked before it is stored on the upload's own key
+ * (`storeChecked`): the file is verified when it is registered (one more round trip), and
+ * bytes that are not the declared ones answer `422 content_mismatch` with nothing kept. Like
+ * every completed upload it goes on the verify queue, where its stored copy is settled (one
+ * per content), so the answer costs the same whatever other scopes hold.
  *
  * With an `Idempotency-Key` the file carries the key, set in the batch that inserts it; a key
  * the session gave a file already (a retry whose first answer was lost) makes that batch fail
@@ -90,25 +94,25 @@ interface SingleDeclared {
  */
 export async function singleUpload(
   deps: Deps,
-  session: Session,
+  sessionId: string,
   upload: SingleUpload,
   origin: string,
 ): Promise<FileRecord> {
-  const declared = parseDeclaration(upload);
-  checkDeclaredSize(deps, session, declared.size);
+  const { declared, idempotencyKey } = await checkedRequest(deps, sessionId, upload);
   const now = deps.now();
   const refusal = storedBytesRefusal(deps, declared);
-  const pending = refusal ? null : pendingUpload(deps, session, declared, now);
-  const { idempotencyKey } = upload;
+  const pending = refusal ? null : pendingUpload(deps, sessionId, declared, now);
   const answer = await declareSingleUpload(deps.db, {
-    session,
-    dedupFile: dedupFile(deps, session, declared, now),
+    sessionId,
+    maxFileBytes: deps.config.maxFileBytes,
+    dedupFile: dedupFile(deps, sessionId, declared, now),
     upload: pending,
     idempotencyKey,
     now,
   });
-  const request = { sessionId: session.id, ...declared };
+  const request = { sessionId, ...declared };
   if (answer.kind === "key_taken") return takenBy(deps, request, idempotencyKey, origin);
+  checkDeclaredSize(deps, checkLive(answer.session, now), declared.size);
   if (answer.kind === "deduped") return toFileRecord(deps, answer.file, origin);
   if (answer.kind === "size_mismatch") throw sizeMismatch();
   if (answer.kind === "refused") {
@@ -127,6 +131,27 @@ export async function singleUpload(
     throw error;
   }
   return register(deps, pending, idempotencyKey, origin);
+}
+
+/**
+ * The request's declaration and `Idempotency-Key`, checked before any lookup. A caller
+ * whose session is over hears that rather than what is wrong with its request, as from
+ * every session route: the session's row is read for it (only then).
+ */
+async function checkedRequest(
+  deps: Deps,
+  sessionId: string,
+  upload: SingleUpload,
+): Promise<{ declared: SingleDeclared; idempotencyKey: string | undefined }> {
+  try {
+    const query = singleUploadQuery.safeParse(upload.query);
+    if (!query.success) throw invalidRequest(query.error);
+    const idempotencyKey = idempotencyKeyOf(upload.idempotencyKey);
+    return { declared: parseDeclaration(query.data, upload.contentLength), idempotencyKey };
+  } catch (error) {
+    await liveSession(deps, sessionId);
+    throw error;
+  }
 }
 
 /** What a request declares, to tell a retry of it from another file under the same key. */
@@ -180,14 +205,14 @@ async function takenBy(
 /** The pending upload a declaration becomes, on a key of its own, until `UPLOAD_URL_TTL_SECONDS`. */
 function pendingUpload(
   deps: Deps,
-  session: Session,
+  sessionId: string,
   declared: SingleDeclared,
   now: number,
 ): Upload {
   const id = newId("upl");
   return {
     id,
-    sessionId: session.id,
+    sessionId,
     name: declared.name,
     size: declared.size,
     sha256: declared.sha256,
@@ -205,10 +230,10 @@ function pendingUpload(
 }
 
 /** The file a dedup hit becomes; its stored key and encoding are the blob's, filled in by D1. */
-function dedupFile(deps: Deps, session: Session, declared: SingleDeclared, now: number): FileRow {
+function dedupFile(deps: Deps, sessionId: string, declared: SingleDeclared, now: number): FileRow {
   return {
     id: newId("fil"),
-    sessionId: session.id,
+    sessionId,
     name: declared.name,
     size: declared.size,
     sha256: declared.sha256,
@@ -223,7 +248,10 @@ function dedupFile(deps: Deps, session: Session, declared: SingleDeclared, now: 
 }
 
 /** The declaration a one-request upload makes, checked as a declare's body is. */
-function parseDeclaration({ query, contentLength }: SingleUpload): SingleDeclared {
+function parseDeclaration(
+  query: SingleUploadQuery,
+  contentLength: string | undefined,
+): SingleDeclared {
   if (contentLength === undefined) throw new AppError("length_required");
   if (!/^\d{1,16}$/.test(contentLength)) {
     throw new AppError("invalid_request", "Content-Length must be a whole number");
@@ -243,7 +271,7 @@ function parseDeclaration({ query, contentLength }: SingleUpload): SingleDeclare
 }
 
 /** A failed zod check as the relay's 400, worded as `readJson` words a bad body. */
-export function invalidRequest(error: z.ZodError): AppError {
+function invalidRequest(error: z.ZodError): AppError {
   const issue = error.issues[0];
   const where = issue && issue.path.length > 0 ? `${issue.path.join(".")}: ` : "";
   return new AppError("invalid_request", `${where}${issue?.message ?? "invalid request"}`);

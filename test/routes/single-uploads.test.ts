@@ -5,7 +5,7 @@ import { SINGLE_UPLOAD_MAX_BYTES } from "../../src/services/single-upload";
 import { createBlobStore, uploadKey } from "../../src/storage";
 import { backends } from "../support/backends";
 import { gzip, logText, randomBytes, sha256Hex } from "../support/bytes";
-import { errorOf, RelayClient } from "../support/relay-client";
+import { ADMIN_TOKEN, errorOf, RelayClient } from "../support/relay-client";
 import { declare, describe as describeBytes, type Declared } from "../support/send";
 import type { FileRecord } from "../../src/wire-types";
 
@@ -297,22 +297,22 @@ for (const backend of backends()) {
       expect(await sha256Hex(await content.arrayBuffer())).toBe(first.file.sha256);
     });
 
-    it("stores a new file in three D1 round trips and answers a dedup hit in two", async () => {
+    it("stores a new file in two D1 round trips and answers a dedup hit in one", async () => {
       const counting = countingDb(backend.env.DB);
       const counted = new RelayClient({ ...backend.env, DB: counting.db });
       counted.holdVerification();
       const session = await counted.mintSession({ owner: `trips-${crypto.randomUUID()}` });
       const bytes = randomBytes(20_000);
       const { declared, stored } = await describeBytes(bytes, "trips.bin");
-      // The session's lookup, the declaration, the registration (the queue is sent afterwards).
+      // The declaration (which reads the session's row) and the registration.
       let before = counting.trips();
       const sent = await sendOne(counted, session.token, declared, stored);
       expect(sent.status, await sent.clone().text()).toBe(201);
-      expect(counting.trips() - before).toBe(3);
+      expect(counting.trips() - before).toBe(2);
       before = counting.trips();
       const again = await sendOne(counted, session.token, declared, stored);
       expect(((await again.json()) as FileRecord).deduped).toBe(true);
-      expect(counting.trips() - before).toBe(2);
+      expect(counting.trips() - before).toBe(1);
       // An Idempotency-Key rides in the same batches.
       const keyed = await describeBytes(randomBytes(20_000), "keyed.bin");
       before = counting.trips();
@@ -320,13 +320,13 @@ for (const backend of backends()) {
         "idempotency-key": crypto.randomUUID(),
       });
       expect(first.status, await first.clone().text()).toBe(201);
-      expect(counting.trips() - before).toBe(3);
+      expect(counting.trips() - before).toBe(2);
       before = counting.trips();
       const hit = await sendOne(counted, session.token, keyed.declared, keyed.stored, {
         "idempotency-key": crypto.randomUUID(),
       });
       expect(((await hit.json()) as FileRecord).deduped).toBe(true);
-      expect(counting.trips() - before).toBe(2);
+      expect(counting.trips() - before).toBe(1);
     });
 
     it("is verified at once: a dedup target before its verify job has run", async () => {
@@ -645,6 +645,150 @@ for (const backend of backends()) {
         });
         expect(await uploadsOf(session.sessionId)).toEqual([]);
         expect(await filesOf(session.token)).toEqual([]);
+      });
+    });
+
+    describe("for a session that may no longer upload", () => {
+      const revoke = async (session: { sessionId: string }) => {
+        const revoked = await client.call("DELETE", `/v1/sessions/${session.sessionId}`, {
+          token: ADMIN_TOKEN,
+        });
+        expect(revoked.status).toBe(200);
+      };
+      // The token stays valid: only the row says the session is over.
+      const expire = async (session: { sessionId: string }) => {
+        await backend.env.DB.prepare("UPDATE sessions SET expires_at = ? WHERE id = ?")
+          .bind(Date.now() - 1000, session.sessionId)
+          .run();
+      };
+      const forget = async (session: { sessionId: string }) => {
+        await backend.env.DB.prepare("DELETE FROM sessions WHERE id = ?")
+          .bind(session.sessionId)
+          .run();
+      };
+
+      const blobExpiry = async (sha256: string) =>
+        (
+          await backend.env.DB.prepare("SELECT expires_at FROM blobs WHERE sha256 = ?")
+            .bind(sha256)
+            .first<{ expires_at: number }>()
+        )?.expires_at;
+
+      /** What the session has in D1: files (keyed or not) and uploads of any status. */
+      const rowsOf = async (sessionId: string) => {
+        const count = async (sql: string) =>
+          (await backend.env.DB.prepare(sql).bind(sessionId).first<{ n: number }>())?.n;
+        return {
+          files: await count("SELECT COUNT(*) AS n FROM files WHERE session_id = ?"),
+          keyed: await count(
+            "SELECT COUNT(*) AS n FROM files WHERE session_id = ? AND idempotency_key IS NOT NULL",
+          ),
+          uploads: await count("SELECT COUNT(*) AS n FROM uploads WHERE session_id = ?"),
+        };
+      };
+
+      it.each([
+        [
+          "a revoked",
+          revoke,
+          { status: 401, code: "session_revoked", message: "session has been revoked" },
+        ],
+        [
+          "an expired",
+          expire,
+          { status: 401, code: "invalid_token", message: "session has expired" },
+        ],
+        [
+          "an unknown",
+          forget,
+          { status: 401, code: "invalid_token", message: "token is invalid or expired" },
+        ],
+      ] as const)(
+        "answers %s session as every session route does, inserting nothing and extending no blob",
+        async (_, end, refusal) => {
+          const owner = `single-ended-${crypto.randomUUID()}`;
+          const held = await sendHonest(
+            randomBytes(4000),
+            "identity",
+            await client.mintSession({ owner }),
+          );
+          const session = await client.mintSession({ owner });
+          // Pushed back so that a dedup hit would push it out again.
+          await backend.env.DB.prepare("UPDATE blobs SET expires_at = ? WHERE sha256 = ?")
+            .bind(Date.now() + 60_000, held.file.sha256)
+            .run();
+          const expiry = await blobExpiry(held.file.sha256);
+          await end(session);
+          const hit = await describeBytes(held.stored, "hit.bin");
+          const fresh = await describeBytes(randomBytes(3000), "new.bin");
+          const key = { "idempotency-key": crypto.randomUUID() };
+          const answers = [
+            await sendOne(client, session.token, hit.declared, hit.stored, key),
+            await sendOne(client, session.token, fresh.declared, fresh.stored, key),
+            await sendOne(client, session.token, fresh.declared, fresh.stored),
+          ];
+          for (const answer of answers) expect(await errorOf(answer)).toEqual(refusal);
+          const elsewhere = await client.call("GET", "/v1/files", { token: session.token });
+          expect(await errorOf(elsewhere)).toEqual(refusal);
+          expect(await rowsOf(session.sessionId)).toEqual({ files: 0, keyed: 0, uploads: 0 });
+          expect(await blobExpiry(held.file.sha256)).toBe(expiry);
+        },
+      );
+
+      it.each([
+        ["a query that is not a declaration", { size: "-1" }, {}, "invalid_request"],
+        ["no Content-Length", {}, { "content-length": "" }, "length_required"],
+        ["a bad Idempotency-Key", {}, { "idempotency-key": "" }, "invalid_request"],
+        [
+          "a size over MAX_FILE_BYTES",
+          { size: String(10 * 1024 ** 4), encoding: "gzip" },
+          {},
+          "file_too_large",
+        ],
+        ["a size over the whole quota", { size: "5000", encoding: "gzip" }, {}, "quota_exceeded"],
+      ])(
+        "tells a revoked session so before anything about %s",
+        async (_, query, headers, liveCode) => {
+          const session = await client.mintSession({ quotaBytes: 4000 });
+          const { declared, stored } = await describeBytes(randomBytes(100), "late.bin");
+          const params = new URLSearchParams({
+            name: declared.name,
+            size: String(declared.size),
+            sha256: declared.sha256,
+            encoding: declared.encoding,
+            storedSha256: declared.storedSha256,
+            ...query,
+          });
+          const sent: Record<string, string> = {
+            "content-length": String(stored.byteLength),
+            ...headers,
+          };
+          if (sent["content-length"] === "") delete sent["content-length"];
+          const send = () =>
+            client.call("POST", `/v1/single-uploads?${params}`, {
+              token: session.token,
+              body: stored,
+              headers: sent,
+            });
+          expect((await errorOf(await send())).code).toBe(liveCode);
+          await revoke(session);
+          expect(await errorOf(await send())).toEqual({
+            status: 401,
+            code: "session_revoked",
+            message: "session has been revoked",
+          });
+          expect(await rowsOf(session.sessionId)).toEqual({ files: 0, keyed: 0, uploads: 0 });
+        },
+      );
+
+      it.each([
+        ["", { status: 401, code: "unauthorized" }],
+        ["not-a-token", { status: 401, code: "invalid_token" }],
+        [ADMIN_TOKEN, { status: 403, code: "forbidden", message: "this route is for sandboxes" }],
+      ])("answers the bearer %j as before", async (token, refusal) => {
+        const { declared, stored } = await describeBytes(randomBytes(100), "who.bin");
+        const response = await sendOne(client, token, declared, stored);
+        expect(await errorOf(response)).toMatchObject(refusal);
       });
     });
 
