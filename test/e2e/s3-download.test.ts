@@ -116,7 +116,10 @@ describe("share-link downloads through the store redirect (wrangler dev, s3)", (
     const cut = gets.findIndex((r) => r.fault === "reset-response");
     expect(cut).toBeGreaterThanOrEqual(0);
     // The resume re-asked the share link, whose redirect signed the Range: the store sent a 206.
-    expect(gets.slice(cut + 1).some((r) => r.status === 206)).toBe(true);
+    expect(
+      gets.slice(cut + 1).some((r) => r.status === 206),
+      JSON.stringify(gets),
+    ).toBe(true);
   }, 320_000);
 
   it("curl -L comes back byte-exact, whole and as a range", async () => {
