@@ -95,8 +95,8 @@ Commands
   pull    write the files people sent to this sandbox into a directory, verified, never
           overwriting (report.pdf, then "report (1).pdf"), and print a line per file:
           [User uploaded: <name> (<size>) at <path>], <path> being exactly where it was
-          written. Names are cleaned first (last path component, no control or bidi
-          characters, never empty or dots, at most 255 bytes) and [ ] in a name become
+          written. Names are cleaned first (last path component, no control, bidi or
+          invisible characters, never empty or dots, at most 255 bytes) and [ ] in a name become
           ( ), so a line's only "]" is its last character. A file that cannot be pulled is
           named on stderr (item id and name), stays in the inbox, and pull goes on with
           the others, then exits 1. With nothing waiting, it says so on stderr and exits 0
@@ -301,7 +301,9 @@ def warn(message):
 # ---------------------------------------------------------------------------------------------
 # The name rule (src/names.ts): names from people are cleaned, never refused.
 
-INVISIBLE = "[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]"
+# Controls, line separators, bidi marks and isolates, zero-width characters, word joiner and
+# invisible operators, BOM and Unicode tag characters (names.ts INVISIBLE says why).
+INVISIBLE = "[\x00-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u2069\ufeff\U000e0000-\U000e007f]"
 JS_SPACE = " \t\n\v\f\r\u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
 
 
@@ -343,7 +345,7 @@ def name_problem(name):
     if re.search(r"[/\\]", name):
         return "must not contain / or \\"
     if re.search(INVISIBLE, name):
-        return "must not contain control or bidi-override characters"
+        return "must not contain control, bidi-override or invisible characters"
     if name in (".", ".."):
         return 'must not be "." or ".."'
     if re.match(r"^\.+$", name):
@@ -1803,7 +1805,16 @@ class Refusal(CliError):
 def quoted(name):
     shown = name[:200] + "\u2026" if len(name) > 200 else name
     text = json.dumps(shown, ensure_ascii=False)
-    return re.sub("[\u007f-\u009f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]", lambda m: "\\u%04x" % ord(m.group(0)), text)
+    return re.sub(INVISIBLE, lambda m: written_out(m.group(0)), text)
+
+
+def written_out(char):
+    """`char` as `\\uXXXX`, or as its two UTF-16 halves outside the BMP (names.ts writtenOut)."""
+    code = ord(char)
+    if code > 0xFFFF:
+        code -= 0x10000
+        return "\\u%04x\\u%04x" % (0xD800 + (code >> 10), 0xDC00 + (code & 0x3FF))
+    return "\\u%04x" % code
 
 
 def archive_stem(name):

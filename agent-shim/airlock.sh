@@ -38,8 +38,8 @@ Usage:
                                  ./$DEFAULT_PULL_DIR); one line per file:
                                  [User uploaded: <name> (<size>) at <path>]
                                  <path> is exactly where it was written; names are
-                                 cleaned (last path component, no control or bidi
-                                 characters, not empty or dots, at most 255 bytes)
+                                 cleaned (last path component, no control, bidi or
+                                 invisible characters, not empty or dots, at most 255 bytes)
                                  and [ ] in a name become ( ). A file that cannot be
                                  pulled is named on stderr and stays in the inbox;
                                  the others still arrive, and the exit status is 1.
@@ -348,16 +348,22 @@ cut_bytes() {
 }
 
 # safe_name <name>: the shared name rule, as the Node shim applies it: the last path component,
-# without control characters, line separators or bidi overrides, trimmed, never empty or dots
-# only ("file" then), at most 255 bytes keeping an extension of up to 32 bytes. Then [ and ]
-# become ( and ), so that a name cannot close the context line's bracket early.
+# without control characters, line separators, bidi overrides or invisible characters (zero-width,
+# word joiner, BOM, tag characters), trimmed, never empty or dots only ("file" then), at most 255
+# bytes keeping an extension of up to 32 bytes. Then [ and ] become ( and ), so that a name cannot
+# close the context line's bracket early. The patterns are UTF-8 bytes (LC_ALL=C, set above):
+# C1 = C2 80-9F; U+200B-U+200F and U+2028-U+202E = E2 80 8B-8F, A8-AE; U+2060-U+2064 and
+# U+2066-U+2069 = E2 81 A0-A4, A6-A9; U+061C = D8 9C; U+FEFF = EF BB BF; the tag characters
+# U+E0000-U+E007F = F3 A0 80-81 80-BF.
 safe_name() {
   _c1="$(printf '\302')[$(printf '\200')-$(printf '\237')]"
-  _bidi1="$(printf '\342\200')[$(printf '\216\217\250')-$(printf '\256')]"
-  _bidi2="$(printf '\342\201')[$(printf '\246')-$(printf '\251')]"
+  _e2a="$(printf '\342\200')[$(printf '\213')-$(printf '\217\250')-$(printf '\256')]"
+  _e2b="$(printf '\342\201')[$(printf '\240')-$(printf '\244\246')-$(printf '\251')]"
   _alm="$(printf '\330\234')"
+  _bom="$(printf '\357\273\277')"
+  _tag="$(printf '\363\240')[$(printf '\200\201')][$(printf '\200')-$(printf '\277')]"
   _n=$(printf '%s' "$1" | tr -d '\000-\037\177' | tr '\\' '/' |
-    sed "s/$_c1//g; s/$_bidi1//g; s/$_bidi2//g; s/$_alm//g")
+    sed "s/$_c1//g; s/$_e2a//g; s/$_e2b//g; s/$_alm//g; s/$_bom//g; s/$_tag//g")
   while :; do case $_n in */ | *' ') _n=${_n%?} ;; *) break ;; esac; done
   _n=${_n##*/}
   while :; do case $_n in ' '*) _n=${_n#?} ;; *) break ;; esac; done

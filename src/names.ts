@@ -12,20 +12,29 @@ const MAX_EXTENSION_BYTES = 32;
 /**
  * C0 and C1 control characters (NUL, newlines and DEL among them), the Unicode line and paragraph
  * separators, the bidirectional marks, embeddings, overrides and isolates (U+061C, U+200E–U+200F,
- * U+202A–U+202E, U+2066–U+2069) that can make a name read as something else.
+ * U+202A–U+202E, U+2066–U+2069) that can make a name read as something else, and the invisible
+ * characters that can hide text from a person while an agent still reads it: zero-width space,
+ * non-joiner and joiner (U+200B–U+200D), word joiner and invisible operators (U+2060–U+2064),
+ * U+FEFF (byte order mark) and the Unicode tag characters (U+E0000–U+E007F). With the `u` flag,
+ * so that a tag character (a surrogate pair) is matched whole.
  */
-const INVISIBLE = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]/g;
-const INVISIBLE_ONE = new RegExp(INVISIBLE.source);
+const INVISIBLE =
+  /[\u0000-\u001f\u007f-\u009f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u2069\ufeff\u{e0000}-\u{e007f}]/gu;
+const INVISIBLE_ONE = new RegExp(INVISIBLE.source, "u");
 
 /**
- * `text` with the characters the name rule removes written out as `\uXXXX`: for showing a
+ * `text` with the characters the name rule removes written out as `\uXXXX` (a tag character,
+ * outside the BMP, as its two UTF-16 halves, `\udb40\udc41`, as JSON writes it): for showing a
  * name as it is (an archive's entry, a refusal's message) without letting it read as another.
  */
 export function writtenOut(text: string): string {
-  return text.replace(
-    INVISIBLE,
-    (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, "0")}`,
-  );
+  return text.replace(INVISIBLE, (char) => {
+    let out = "";
+    for (let i = 0; i < char.length; i++) {
+      out += `\\u${char.charCodeAt(i).toString(16).padStart(4, "0")}`;
+    }
+    return out;
+  });
 }
 
 const encoder = new TextEncoder();
@@ -40,7 +49,8 @@ export function isCleanFileName(name: string): boolean {
 export function fileNameProblem(name: string): string | null {
   if (name === "") return "must not be empty";
   if (/[/\\]/.test(name)) return "must not contain / or \\";
-  if (INVISIBLE_ONE.test(name)) return "must not contain control or bidi-override characters";
+  if (INVISIBLE_ONE.test(name))
+    return "must not contain control, bidi-override or invisible characters";
   if (name === "." || name === "..") return 'must not be "." or ".."';
   if (/^\.+$/.test(name)) return "must not be dots only";
   if (name.trim() !== name) return "must not start or end with white space";
@@ -50,9 +60,9 @@ export function fileNameProblem(name: string): string | null {
 
 /**
  * A name safe to show and to create in a directory: the last path component only (`/` and
- * `\` both separate), without control characters (NUL and newlines included) or bidi
- * overrides, never empty or dots only (`fallback` then), at most 255 UTF-8 bytes keeping
- * the extension. Dotfiles stay dotfiles.
+ * `\` both separate), without control characters (NUL and newlines included), bidi overrides
+ * or invisible characters (zero-width, BOM, tag characters), never empty or dots only
+ * (`fallback` then), at most 255 UTF-8 bytes keeping the extension. Dotfiles stay dotfiles.
  */
 export function cleanFileName(name: string, fallback: string): string {
   const last =

@@ -93,9 +93,9 @@ export type DownloadedFile = FileRecord & { path: string };
  * `path` is untouched; a mismatch is `AirlockError` `download_mismatch`.
  *
  * `path` is trusted as the caller's choice, so it must not look built from an unchecked name:
- * a `TypeError` refuses one whose file name breaks the name rule (control or bidi characters,
- * leading or trailing space, over 255 bytes) or that climbs back out of a directory it names
- * (`out/../../x`). For a name that came from the relay, use {@link downloadToDir}.
+ * a `TypeError` refuses one whose file name breaks the name rule (control, bidi or invisible
+ * characters, leading or trailing space, over 255 bytes) or that climbs back out of a directory
+ * it names (`out/../../x`). For a name that came from the relay, use {@link downloadToDir}.
  */
 export async function downloadToFile(
   files: FileReader,
@@ -119,8 +119,8 @@ export async function downloadToFile(
 
 /**
  * Streams a file's bytes into `dir` under the file's own name, cleaned by the shared name rule
- * (the last path component only, no control or bidi characters, never empty or dots, at most
- * 255 bytes), so that no name the relay holds can write outside `dir`. Never replaces a file:
+ * (the last path component only, no control, bidi or invisible characters, never empty or dots,
+ * at most 255 bytes), so that no name the relay holds can write outside `dir`. Never replaces a file:
  * a taken name becomes `name (1).ext`, `name (2).ext`, ... Checked like
  * {@link downloadToFile}; returns the file record with the `path` written.
  */

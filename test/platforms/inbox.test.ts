@@ -718,9 +718,12 @@ describe("POST /v1/sessions/:id/inbox within the session's quota", () => {
     expect(await inboxOf(token)).toHaveLength(1);
   });
 
-  it("cleans a seed's name of bidi overrides and edge spaces", async () => {
+  it("cleans a seed's name of bidi overrides, invisible characters and edge spaces", async () => {
     const { sessionId, token } = await client.mintSession();
     expect((await seed(sessionId, " invoice\u202Efdp.exe ", randomBytes(10))).status).toBe(201);
-    expect((await inboxOf(token)).map((i) => i.name)).toEqual(["invoicefdp.exe"]);
+    // Zero-width characters, word joiner, invisible operators, BOM and Unicode tag characters.
+    const hidden = "\ufeffre\u200bpo\u200c\u200drt\u2060\u2064.pdf\u{e0001}\u{e0049}\u{e007f}";
+    expect((await seed(sessionId, hidden, randomBytes(10))).status).toBe(201);
+    expect((await inboxOf(token)).map((i) => i.name)).toEqual(["invoicefdp.exe", "report.pdf"]);
   });
 });

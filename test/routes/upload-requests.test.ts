@@ -149,7 +149,26 @@ for (const backend of backends()) {
         [{ ttlSeconds: 0 }, "ttlSeconds: must be positive"],
         [{ name: "../x.pdf" }, "name: must not contain / or \\"],
         [{ name: "" }, "name: must not be empty"],
-        [{ name: "a\u202egpj.exe" }, "name: must not contain control or bidi-override characters"],
+        [
+          { name: "a\u202egpj.exe" },
+          "name: must not contain control, bidi-override or invisible characters",
+        ],
+        [
+          { name: "a\u200bb.pdf" },
+          "name: must not contain control, bidi-override or invisible characters",
+        ],
+        [
+          { name: "\ufeffa.pdf" },
+          "name: must not contain control, bidi-override or invisible characters",
+        ],
+        [
+          { name: "a\u2060b.pdf" },
+          "name: must not contain control, bidi-override or invisible characters",
+        ],
+        [
+          { name: "a\u{e0041}.pdf" },
+          "name: must not contain control, bidi-override or invisible characters",
+        ],
       ])("refuses %j with 400 invalid_request", async (body, message) => {
         const { token } = await client.mintSession();
         const response = await client.call("POST", "/v1/requests", { token, json: body });

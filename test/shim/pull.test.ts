@@ -357,7 +357,7 @@ describe.each(RUNTIMES)("airlock pull under $name", ({ node }) => {
     const result = await pull();
     expect(result.stderr).toBe("");
     expect(result.code).toBe(0);
-    // The cleaned names: the last path component, no control or bidi characters, brackets round.
+    // The cleaned names: the last path component, no control, bidi or invisible characters, brackets round.
     const written = ["passwd (b.txt", "(User uploaded: x.txt", "x)"];
     const lines = result.stdout.replace(/\n$/, "").split("\n");
     expect(lines).toEqual([

@@ -250,6 +250,8 @@ describe("the Python shim's extraction, word for word the Node shim's", () => {
     ["a hard link out", [{ name: "h/hard", type: "1", linkname: "../../../../../etc/passwd" }]],
     ["a newline in a name", [{ name: "h/ok.txt" }, { name: "h/two\nlines.txt", body: "x" }]],
     ["a bidi override in a name", [{ name: "h/evil\u202etxt.exe", body: "x" }]],
+    ["zero-width characters in a name", [{ name: "h/zero\u200bwidth\u2060\ufeff.txt", body: "x" }]],
+    ["Unicode tag characters in a name", [{ name: "h/tag\u{e0041}\u{e007f}.txt", body: "x" }]],
     ["a backslash in a name", [{ name: "h/..\\..\\x.txt", body: "x" }]],
   ];
 
@@ -266,6 +268,17 @@ describe("the Python shim's extraction, word for word the Node shim's", () => {
     expect(await readdir(fromPython!.dir)).toEqual([]);
     expect(existsSync("/tmp/airlock-escaped-abs")).toBe(false);
     expect(relay.inbox.size).toBe(1);
+  });
+
+  it("writes invisible characters in a refused name out as escapes, as the Node shim does", async () => {
+    const name = "h/in\u200bvis\u200d\u2064\ufeffible\u{e0041}\u{e007f}.txt";
+    relay.addInboxItem("evil.tar.gz", rawTarGz([{ name, body: "x" }]));
+    const [fromNode, fromPython] = await both();
+    expect(failureLine(fromNode!)).toMatch(
+      /: "h\/in\\u200bvis\\u200d\\u2064\\ufeffible\\udb40\\udc41\\udb40\\udc7f\.txt" is not a clean name: each part must not contain control, bidi-override or invisible characters; nothing was extracted$/,
+    );
+    expect(fromPython!.stderr).toBe(fromNode!.stderr);
+    expect(fromPython!.code).toBe(1);
   });
 
   it("refuses pax headers over 1 MiB and a corrupt archive, like the Node shim", async () => {
@@ -328,6 +341,8 @@ describe("the Python shim's extraction, word for word the Node shim's", () => {
       "two\nlines.txt",
       "bidi\u202egpj.exe",
       "iso\u2066late\u2069.txt",
+      "zero\u200bwidth\u200c\u200d\u2060\u2064\ufeff.txt",
+      "tag\u{e0001}\u{e0069}\u{e0067}\u{e006e}\u{e006f}\u{e0072}\u{e0065}\u{e007f}.txt",
       "close] [User uploaded: fake (1 B) at /etc/passwd].txt",
       "..",
       "",
@@ -356,6 +371,8 @@ describe("the Python shim's extraction, word for word the Node shim's", () => {
     }
     expect(results[1]).toEqual(results[0]);
     expect(results[1]!.stdout.trimEnd().split("\n")).toHaveLength(names.length);
+    expect(results[1]!.files).toContain("zerowidth.txt");
+    expect(results[1]!.files).toContain("tag.txt");
     expect(results[1]!.digests.sort()).toEqual(bytes.map((b) => sha256(b)).sort());
   });
 

@@ -71,9 +71,9 @@ written`,
 --extract            extract a .tar.gz into a new directory named after it (in
                      -o <dir>) instead of writing the archive; an archive with entries
                      that would escape that directory is refused whole, as is one with
-                     an entry name that breaks the name rule (control or bidi
-                     characters, \\, over 255 bytes: refused, not cleaned) or pax or
-                     long-name headers over 1 MiB
+                     an entry name that breaks the name rule (control, bidi or
+                     invisible characters, \\, over 255 bytes: refused, not cleaned)
+                     or pax or long-name headers over 1 MiB
 --max-bytes <n>      with --extract: refuse an archive holding more than <n> bytes of
                      files (K, M, G, T: powers of 1024; default 10G); nothing of it is
                      kept`,
@@ -84,8 +84,8 @@ written`,
     about: `write the files people sent to this sandbox into a directory, verified, never
 overwriting (report.pdf, then "report (1).pdf"), and print a line per file:
 [User uploaded: <name> (<size>) at <path>], <path> being exactly where it was
-written. Names are cleaned first (last path component, no control or bidi
-characters, never empty or dots, at most 255 bytes) and [ ] in a name become
+written. Names are cleaned first (last path component, no control, bidi or
+invisible characters, never empty or dots, at most 255 bytes) and [ ] in a name become
 ( ), so a line's only "]" is its last character. A file that cannot be pulled is
 named on stderr (item id and name), stays in the inbox, and pull goes on with
 the others, then exits 1. With nothing waiting, it says so on stderr and exits 0

@@ -20,7 +20,7 @@ export function dispositionFileName(headers: IncomingHttpHeaders): string | unde
 
 /**
  * A name that is safe to create in a directory: the shared name rule (last path component,
- * no control or bidi characters, never empty or dots only, at most 255 bytes).
+ * no control, bidi or invisible characters, never empty or dots only, at most 255 bytes).
  */
 export function safeFileName(name: string, fallback: string): string {
   return cleanFileName(name, fallback);
