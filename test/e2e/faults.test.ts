@@ -275,9 +275,11 @@ describe("S3 backend: relay → fault proxy → strict S3, shim PUTs through the
     session = await relay.mintSession();
     const { path, data } = await randomFile();
     const result = sent(await send(relay.url, session.token, path));
+    // The download's GET, not the verify queue's read of the new file's first bytes.
     proxy.inject({
       method: "GET",
       path: `/${s3.bucket}/blobs/`,
+      presigned: true,
       fault: { kind: "reset-response", afterBytes: 100_000 },
       times: 1,
     });
