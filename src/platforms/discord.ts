@@ -31,11 +31,29 @@ const INTERACTION_PING = 1;
 const INTERACTION_APPLICATION_COMMAND = 2;
 const OPTION_ATTACHMENT = 11;
 
+/**
+ * The characters Discord's markdown reads (emphasis, code, spoilers, quotes, headings, lists,
+ * masked links `[text](url)`, mentions and `<...>` tags): each shows as it is after a backslash.
+ */
+const MARKDOWN = /[\\*_~`|>#\-[\]()<@]/g;
+
+/**
+ * A name shown as it is in a Discord message: a name like `[invoice.pdf](https://…)` would
+ * otherwise read as a masked link in the bot's own words.
+ */
+export function discordLiteral(text: string): string {
+  return text.replace(MARKDOWN, "\\$&");
+}
+
 /** Discord over its REST API (`DISCORD_API_BASE`), and its signed interactions webhook. */
 export class DiscordPlatform implements Platform {
   readonly name = "discord";
 
   constructor(private readonly config: DiscordConfig) {}
+
+  literal(text: string): string {
+    return discordLiteral(text);
+  }
 
   async sendFile(target: string, file: OutgoingFile, caption?: string): Promise<SentMessage> {
     const payload = {
@@ -156,9 +174,9 @@ export class DiscordPlatform implements Platform {
 function replyText(attachments: InboundAttachment[], refused: Refusal[]): string {
   if (attachments.length === 0) return "Attach a file to this command to send it to the agent.";
   const taken = attachments.filter((a) => !refused.some((r) => r.name === a.name));
-  const lines = refused.map((r) => `Could not take ${r.name}: ${r.reason}.`);
+  const lines = refused.map((r) => `Could not take ${discordLiteral(r.name)}: ${r.reason}.`);
   if (taken.length > 0) {
-    const names = taken.map((a) => a.name).join(", ");
+    const names = taken.map((a) => discordLiteral(a.name)).join(", ");
     lines.unshift(`Received ${names}: it will be in the agent's inbox shortly.`);
   }
   return lines.join("\n");

@@ -88,6 +88,11 @@ export interface Platform {
   sendFile(target: string, file: OutgoingFile, caption?: string): Promise<SentMessage>;
   sendText(target: string, text: string): Promise<SentMessage>;
   /**
+   * `text` (a file name) escaped so that a message shows it as it is, on a platform that reads
+   * markup in messages; platforms whose messages are plain text leave it out.
+   */
+  literal?(text: string): string;
+  /**
    * Throws `AppError("webhook_unauthorized")` unless the request provably comes from the
    * platform. `rawBody` reads the (size-capped) body: only platforms that sign the body call
    * it, so a header-only proof (Telegram's secret) is checked before a byte is read.

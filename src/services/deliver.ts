@@ -133,7 +133,7 @@ export async function deliverFile(
     } else {
       const record = await toFileRecord(deps, file, origin);
       const text = linkMessage(
-        file.name,
+        platform.literal?.(file.name) ?? file.name,
         file.size,
         record.url,
         record.urlExpiresAt,

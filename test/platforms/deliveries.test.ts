@@ -266,6 +266,22 @@ describe("delivery to Discord", () => {
     );
     expect((sent?.json as { content: string }).content).toContain("big.bin (2.0 KB)");
   });
+
+  it("shows a name with markdown in it as it is in a link message", async () => {
+    const { client, token, chats, deliver } = await setup({ DISCORD_MAX_UPLOAD_BYTES: "1000" });
+    const name = "__init__ *v2* ||x|| [a](b) <@1> # q.py";
+    const file = await upload(client, token, randomBytes(2000), name);
+    expect(
+      await (await deliver(file.fileId, { to: `discord:${chats.discord}` })).json(),
+    ).toMatchObject({ mode: "link" });
+    const [sent] = (await fakes.requests("discord", "channels.messages")).filter((r) =>
+      r.path.includes(chats.discord),
+    );
+    const [named] = (sent?.json as { content: string }).content.split("\n");
+    expect(named).toBe(
+      "📎 \\_\\_init\\_\\_ \\*v2\\* \\|\\|x\\|\\| \\[a\\]\\(b\\) \\<\\@1\\> \\# q.py (2.0 KB)",
+    );
+  });
 });
 
 describe("delivery to Slack", () => {

@@ -683,6 +683,15 @@ describe("the name rule and the limits at every inbound door", () => {
     const named = await fakes.addFile<Ref>("discord", "ok.png", randomBytes(100));
     await discordInteraction(discordCommand(channel, { ...named, filename: "../../\u0007ok.png" }));
     expect((await inboxOf(token)).map((i) => i.name)).toEqual(["ok.png"]);
+    // The reply shows a name as it is, not as Discord markdown.
+    const marked = await fakes.addFile<Ref>("discord", "__init__ ||x||.py", randomBytes(100));
+    const reply = await discordInteraction(discordCommand(channel, marked));
+    expect(await reply.json()).toMatchObject({
+      data: {
+        content:
+          "Received \\_\\_init\\_\\_ \\|\\|x\\|\\|.py: it will be in the agent's inbox shortly.",
+      },
+    });
   });
 });
 
