@@ -219,7 +219,9 @@ const backends: Array<[string, () => Promise<Backend>]> = [
         proxy,
         relay,
         shimUrl: relay.url,
-        isPartPut: (r) => r.method === "PUT" && r.path.startsWith(`/${s3.bucket}/blobs/`),
+        // An UploadPart, not the verify queue's CopyObject onto the content key (a PUT too).
+        isPartPut: (r) =>
+          r.method === "PUT" && r.partNumber !== null && r.path.startsWith(`/${s3.bucket}/blobs/`),
         partNumberOf: (r) => r.partNumber ?? Number.NaN,
         // Straight from the store: under wrangler dev the Worker's fetch of a loopback Node
         // server streams large bodies slowly (a 256 MiB share-link read through the relay
