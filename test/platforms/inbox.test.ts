@@ -672,26 +672,21 @@ describe("the name rule and the limits at every inbound door", () => {
       quotaBytes: 50_000,
     });
     type Ref = { id: string; filename: string; size: number; url: string };
-    const big = await fakes.addFile<Ref>("discord", "big.png", randomBytes(60_000));
-    const answer = await discordInteraction(discordCommand(channel, big));
-    expect(await answer.json()).toMatchObject({
-      data: {
-        content:
-          "Could not take big.png: file is 60.0 KB and the session has 50.0 KB of its byte quota left.",
-      },
-    });
-    const named = await fakes.addFile<Ref>("discord", "ok.png", randomBytes(100));
-    await discordInteraction(discordCommand(channel, { ...named, filename: "../../\u0007ok.png" }));
+    /** The bot's reply to a command attaching `name` (as the platform names it) of `size` bytes. */
+    const replyTo = async (name: string, size: number, filename = name) => {
+      const ref = await fakes.addFile<Ref>("discord", name, randomBytes(size));
+      const answer = await discordInteraction(discordCommand(channel, { ...ref, filename }));
+      return ((await answer.json()) as { data: { content: string } }).data.content;
+    };
+    expect(await replyTo("big.png", 60_000)).toBe(
+      "Could not take big.png: file is 60.0 KB and the session has 50.0 KB of its byte quota left.",
+    );
+    await replyTo("ok.png", 100, "../../\u0007ok.png");
     expect((await inboxOf(token)).map((i) => i.name)).toEqual(["ok.png"]);
     // The reply shows a name as it is, not as Discord markdown.
-    const marked = await fakes.addFile<Ref>("discord", "__init__ ||x||.py", randomBytes(100));
-    const reply = await discordInteraction(discordCommand(channel, marked));
-    expect(await reply.json()).toMatchObject({
-      data: {
-        content:
-          "Received \\_\\_init\\_\\_ \\|\\|x\\|\\|.py: it will be in the agent's inbox shortly.",
-      },
-    });
+    expect(await replyTo("__init__ ||x||.py", 100)).toBe(
+      "Received \\_\\_init\\_\\_ \\|\\|x\\|\\|.py: it will be in the agent's inbox shortly.",
+    );
   });
 });
 
