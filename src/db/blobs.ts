@@ -50,26 +50,40 @@ export async function findLiveBlob(
   return row ? toBlob(row) : null;
 }
 
+/** Content an owner scope holds: its size, and where and how the scope's own copy is stored. */
+export interface HeldContent {
+  sha256: string;
+  size: number;
+  encoding: Blob["encoding"];
+  storedKey: string;
+}
+
 /**
- * The verified blob for `sha256` that outlives `now` — only when the owner scope `scope`
- * holds a live, verified file of that content. A hash alone unlocks nothing: content
- * outside the caller's scope is never found here, so a declare cannot tell it exists.
+ * The content `sha256` when its verified blob outlives `now` and the owner scope `scope`
+ * holds a live, verified file of it, in the form (encoding, object) of the scope's newest
+ * such file. A hash alone unlocks nothing: content outside the caller's scope is never found
+ * here, so a declare cannot tell it exists. The form is the scope's own, not the blob's,
+ * which another scope's upload of the same content may re-home onto its own copy in another
+ * encoding: a dedup hit is served as the scope's earlier file is, whatever other scopes did.
  */
-export async function findBlobHeldByScope(
+export async function findContentHeldByScope(
   db: D1Database,
   scope: string,
   sha256: string,
   now: number,
-): Promise<Blob | null> {
+): Promise<HeldContent | null> {
   const row = await db
     .prepare(
-      `SELECT b.* FROM blobs b WHERE b.sha256 = ?2 AND b.expires_at > ?3
-         AND EXISTS (SELECT 1 FROM files f WHERE f.scope = ?1 AND f.sha256 = ?2 AND f.verified = 1
-                       AND f.deleted_at IS NULL AND f.expires_at > ?3)`,
+      `SELECT b.sha256, b.size, f.encoding, f.stored_key FROM blobs b
+         JOIN files f ON f.sha256 = b.sha256 AND f.scope = ?1 AND f.verified = 1
+                     AND f.deleted_at IS NULL AND f.expires_at > ?3
+       WHERE b.sha256 = ?2 AND b.expires_at > ?3
+       ORDER BY f.expires_at DESC, f.id LIMIT 1`,
     )
     .bind(scope, sha256, now)
-    .first<BlobRow>();
-  return row ? toBlob(row) : null;
+    .first<{ sha256: string; size: number; encoding: Blob["encoding"]; stored_key: string }>();
+  if (!row) return null;
+  return { sha256: row.sha256, size: row.size, encoding: row.encoding, storedKey: row.stored_key };
 }
 
 /** A blob's columns in table order, for `?1` … `?8`. */

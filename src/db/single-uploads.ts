@@ -59,8 +59,17 @@ const callerMayDeclare = `EXISTS (SELECT 1 ${sessionRow} AND revoked_at IS NULL 
                                     AND ?4 <= quota_bytes AND ?4 <= ?5)`;
 const scopeFilesHold = `EXISTS (SELECT 1 FROM files f WHERE f.scope = ${callerScope} AND f.sha256 = ?3
                           AND f.verified = 1 AND f.deleted_at IS NULL AND f.expires_at > ?2)`;
-/** A live blob of the content, which the scope holds in a live, verified file (`findBlobHeldByScope`). */
+/** A live blob of the content, which the scope holds in a live, verified file (`findContentHeldByScope`). */
 const heldBlob = `b.sha256 = ?3 AND b.expires_at > ?2 AND ${scopeFilesHold}`;
+/**
+ * A column of the scope's newest live, verified file of the content: a dedup hit is stored
+ * in that file's form (encoding and object), never in the blob's, which another scope's
+ * upload may re-home (`findContentHeldByScope`).
+ */
+const heldForm = (column: "encoding" | "stored_key") =>
+  `(SELECT f.${column} FROM files f WHERE f.scope = ${callerScope} AND f.sha256 = ?3
+      AND f.verified = 1 AND f.deleted_at IS NULL AND f.expires_at > ?2
+    ORDER BY f.expires_at DESC, f.id LIMIT 1)`;
 const fitsQuota = `${sessionUsageSql()} + ?4 <= (SELECT quota_bytes ${sessionRow})`;
 
 /**
@@ -79,7 +88,7 @@ export async function declareSingleUpload(
   declared: {
     sessionId: string;
     maxFileBytes: number;
-    /** The file a dedup hit becomes; its `storedKey` and `encoding` are the blob's. */
+    /** The file a dedup hit becomes; its `storedKey` and `encoding` are the held file's. */
     dedupFile: FileRow;
     /** Null when the declaration may only be a dedup hit (it broke a rule of new uploads). */
     upload: Upload | null;
@@ -102,7 +111,8 @@ export async function declareSingleUpload(
   const insertFile = db
     .prepare(
       `INSERT INTO files (${FILE_COLUMNS})
-       SELECT ?6, ?1, ?7, ?4, ?3, ?8, b.encoding, b.stored_key, 1, 1, ?2, ?9, ${callerScope}
+       SELECT ?6, ?1, ?7, ?4, ?3, ?8, ${heldForm("encoding")}, ${heldForm("stored_key")},
+              1, 1, ?2, ?9, ${callerScope}
        FROM blobs b WHERE ${heldBlob} AND b.size = ?4 AND ${callerMayDeclare} AND ${fitsQuota}
        RETURNING encoding, stored_key`,
     )

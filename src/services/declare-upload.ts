@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { extendBlob, findBlobHeldByScope } from "../db/blobs";
+import { extendBlob, findContentHeldByScope } from "../db/blobs";
 import { insertFileWithinQuota, type FileRow } from "../db/files";
 import { sessionUsage, type Session } from "../db/sessions";
 import { insertUploadWithinQuota, type Upload } from "../db/uploads";
@@ -73,12 +73,12 @@ export async function declareUpload(
   const contentType = body.contentType ?? "application/octet-stream";
   const expiresAt = now + config.fileTtlSeconds * 1000;
 
-  const found = await findBlobHeldByScope(db, session.scope, body.sha256, now);
+  const found = await findContentHeldByScope(db, session.scope, body.sha256, now);
   if (found && found.size !== body.size) throw sizeMismatch();
   // The blob must outlive the new file: pushed out before the file exists, and only a
   // blob still live at that moment is a hit (otherwise the sweep may be deleting it).
-  const blob = found && (await extendBlob(db, found.sha256, expiresAt, now)) ? found : null;
-  if (blob) {
+  const held = found && (await extendBlob(db, found.sha256, expiresAt, now)) ? found : null;
+  if (held) {
     const file: FileRow = {
       id: newId("fil"),
       sessionId: session.id,
@@ -86,8 +86,8 @@ export async function declareUpload(
       size: body.size,
       sha256: body.sha256,
       contentType,
-      encoding: blob.encoding,
-      storedKey: blob.storedKey,
+      encoding: held.encoding,
+      storedKey: held.storedKey,
       verified: true,
       deduped: true,
       createdAt: now,

@@ -229,7 +229,7 @@ function pendingUpload(
   };
 }
 
-/** The file a dedup hit becomes; its stored key and encoding are the blob's, filled in by D1. */
+/** The file a dedup hit becomes; its stored key and encoding are the held file's, filled in by D1. */
 function dedupFile(deps: Deps, sessionId: string, declared: SingleDeclared, now: number): FileRow {
   return {
     id: newId("fil"),

@@ -123,10 +123,13 @@ export async function recordVerified(deps: Deps, upload: Upload, file: FileRow):
 }
 
 /**
- * Equal content is stored once: when the content's blob is another object that will outlive
- * the file, the file moves onto it and its upload's own object goes; when that object would
- * not outlive it (or is gone), the blob moves onto the upload's object instead. On a store
- * whose presigned URLs show keys, see `settleOnContentKey`.
+ * Equal stored bytes are stored once: when the content's blob is another object of the same
+ * bytes (the same encoding) that will outlive the file, the file moves onto it and its
+ * upload's own object goes; when that object would not outlive it (or is gone), the blob
+ * moves onto the upload's object instead. A blob in another encoding is never moved onto:
+ * the file would be served as another scope stored it (a gzip copy inflated on every read,
+ * a timer's tell that the content was held elsewhere). On a store whose presigned URLs show
+ * keys, see `settleOnContentKey`.
  */
 async function shareStoredCopy(deps: Deps, upload: Upload, file: FileRow): Promise<FileRow> {
   if (file.storedKey !== upload.storedKey) return file;
@@ -138,6 +141,7 @@ async function shareStoredCopy(deps: Deps, upload: Upload, file: FileRow): Promi
     await rehomeBlob(deps.db, blobOf(upload, file));
     return file;
   }
+  if (blob.storedSha256 !== upload.storedSha256) return file;
   await markFileVerified(deps.db, file.id, blob);
   await deleteObjectIfUnused(deps, upload);
   return { ...file, storedKey: blob.storedKey, encoding: blob.encoding };

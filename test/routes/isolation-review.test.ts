@@ -599,82 +599,86 @@ for (const backend of backends()) {
       });
     });
 
-    // WEAKNESS (not fixed: the one-stored-copy design of docs/api.md, "Dedup is limited to an
-    // owner scope"). A dedup hit is served from the content's blob in whatever encoding the
-    // blob has now, and any other scope's later upload (or link PUT, attachment, seed) of
-    // the same content re-homes that blob onto its own copy in its own encoding
-    // (`settleOnContentKey` in src/services/verify-upload.ts; `ingest`'s `rehomeBlob`). On s3
-    // an identity file answers 307 to the store and a gzip one 200 from the relay, so the
-    // caller's own dedup hit tells it whether another owner sent the content meanwhile.
+    // Found by this review: a dedup hit took the form (encoding, object) of the content's blob,
+    // which another scope's later upload (or link PUT, attachment, seed) re-homes onto its
+    // own copy in its own encoding. On s3 an identity file answers 307 to the store and a gzip
+    // one 200 from the relay, so the caller's own dedup hit told it whether another owner had
+    // sent the content meanwhile. A dedup hit now takes the form of the scope's own file.
     if (backend.name === "s3")
-      it.fails(
-        "serves a dedup hit the same whether or not another owner sent the content since",
-        async () => {
-          const mine = await mint({ owner: `watcher-${crypto.randomUUID()}` });
-          const other = await mint({ owner: `other-${crypto.randomUUID()}` });
-          const content = logText(4000);
-          // The watcher holds the content, stored gzip (as the shim sends compressible files).
-          const held = await upload(client, mine.token, content, "doc.txt", "gzip");
-          expect(held.status).toBe("verified");
-          const download = async (fileId: string) => {
-            const response = await client.fetch(`${ORIGIN}/v1/files/${fileId}/content`, {
-              headers: { authorization: `Bearer ${mine.token}` },
-              redirect: "manual",
-            });
-            await response.body?.cancel();
-            return response.status;
-          };
-          const probe = async () => {
-            const hit = await upload(client, mine.token, content, "probe.txt", "gzip");
-            expect(hit.deduped).toBe(true);
-            return download(hit.fileId);
-          };
-          const before = await probe();
-          // Another owner sends the same bytes as they are.
-          const theirs = await upload(client, other.token, content, "doc.txt");
-          expect(theirs.deduped).toBe(false);
-          expect(await probe()).toBe(before);
-        },
-      );
+      it("serves a dedup hit the same whether or not another owner sent the content since", async () => {
+        const mine = await mint({ owner: `watcher-${crypto.randomUUID()}` });
+        const other = await mint({ owner: `other-${crypto.randomUUID()}` });
+        const content = logText(4000);
+        // The watcher holds the content, stored gzip (as the shim sends compressible files).
+        const held = await upload(client, mine.token, content, "doc.txt", "gzip");
+        expect(held.status).toBe("verified");
+        const download = async (fileId: string) => {
+          const response = await client.fetch(`${ORIGIN}/v1/files/${fileId}/content`, {
+            headers: { authorization: `Bearer ${mine.token}` },
+            redirect: "manual",
+          });
+          await response.body?.cancel();
+          return response.status;
+        };
+        // A dedup hit through a declare, and through the one-request route.
+        const probe = async () => {
+          const hit = await upload(client, mine.token, content, "probe.txt", "gzip");
+          expect(hit.deduped).toBe(true);
+          const { declared, stored } = await describeBytes(content, "probe-one.txt", "gzip");
+          const { name, size, sha256, encoding, storedSha256 } = declared;
+          const query = new URLSearchParams({ name, sha256, encoding, storedSha256 });
+          query.set("size", String(size));
+          const one = await client.call("POST", `/v1/single-uploads?${query}`, {
+            token: mine.token,
+            body: stored,
+            headers: { "content-length": String(stored.byteLength) },
+          });
+          const oneHit = (await one.json()) as FileRecord;
+          expect(oneHit.deduped).toBe(true);
+          return [await download(hit.fileId), await download(oneHit.fileId)];
+        };
+        const before = await probe();
+        expect(before).toEqual([200, 200]);
+        // Another owner sends the same bytes as they are.
+        const theirs = await upload(client, other.token, content, "doc.txt");
+        expect(theirs.deduped).toBe(false);
+        expect(await probe()).toEqual(before);
+      });
 
-    // WEAKNESS (not fixed: same design). On r2, where the relay cannot copy objects, a verified
-    // upload moves onto the content's existing blob whatever that blob's encoding
-    // (`shareStoredCopy` in src/services/verify-upload.ts): a file sent as it is, whose content
-    // another owner already stored gzip, is then inflated from the start on every read. A
-    // Range at its end costs the time of inflating the whole file (about 20× the time of the
-    // same Range on a file nobody else holds, at 26 MB): an existence oracle that a timer
-    // reads.
+    // Found by this review: on r2, where the relay cannot copy objects, a verified upload
+    // moved onto the content's existing blob whatever that blob's encoding, so a file sent as
+    // it is, whose content another owner had stored gzip, was inflated from the start on every
+    // read: a Range at its end took the time of inflating the whole file (about 20× the same
+    // Range on a file nobody else holds, at 26 MB), an existence oracle that a timer reads.
+    // A file now moves only onto a blob of the same stored bytes.
     if (backend.name === "r2")
-      it.fails(
-        "takes as long to read the end of a file whether or not another owner holds its content",
-        async () => {
-          const holder = await mint({ owner: `holder-${crypto.randomUUID()}` });
-          const prober = await mint({ owner: `prober-${crypto.randomUUID()}` });
-          const held = logText(400_000);
-          const fresh = logText(400_000);
-          await upload(client, holder.token, held, "held.log", "gzip");
-          const guessed = await upload(client, prober.token, held, "guess.log");
-          const control = await upload(client, prober.token, fresh, "control.log");
-          expect([guessed.deduped, control.deduped]).toEqual([false, false]);
-          const tail = async (file: FileRecord) => {
-            const started = performance.now();
-            const response = await client.call("GET", `/v1/files/${file.fileId}/content`, {
-              token: prober.token,
-              headers: { range: `bytes=${file.size - 16}-` },
-            });
-            expect(response.status).toBe(206);
-            await response.arrayBuffer();
-            return performance.now() - started;
-          };
-          const fastest = async (file: FileRecord) => {
-            let best = Infinity;
-            for (let i = 0; i < 5; i++) best = Math.min(best, await tail(file));
-            return best;
-          };
-          const controlMs = await fastest(control);
-          const guessedMs = await fastest(guessed);
-          expect(guessedMs).toBeLessThan(controlMs * 3 + 30);
-        },
-      );
+      it("takes as long to read the end of a file whether or not another owner holds its content", async () => {
+        const holder = await mint({ owner: `holder-${crypto.randomUUID()}` });
+        const prober = await mint({ owner: `prober-${crypto.randomUUID()}` });
+        const held = logText(400_000);
+        const fresh = logText(400_000);
+        await upload(client, holder.token, held, "held.log", "gzip");
+        const guessed = await upload(client, prober.token, held, "guess.log");
+        const control = await upload(client, prober.token, fresh, "control.log");
+        expect([guessed.deduped, control.deduped]).toEqual([false, false]);
+        const tail = async (file: FileRecord) => {
+          const started = performance.now();
+          const response = await client.call("GET", `/v1/files/${file.fileId}/content`, {
+            token: prober.token,
+            headers: { range: `bytes=${file.size - 16}-` },
+          });
+          expect(response.status).toBe(206);
+          await response.arrayBuffer();
+          return performance.now() - started;
+        };
+        const fastest = async (file: FileRecord) => {
+          let best = Infinity;
+          for (let i = 0; i < 5; i++) best = Math.min(best, await tail(file));
+          return best;
+        };
+        const controlMs = await fastest(control);
+        const guessedMs = await fastest(guessed);
+        expect(guessedMs).toBeLessThan(controlMs * 3 + 30);
+      });
   });
 }
