@@ -120,8 +120,8 @@ export async function downloadToFile(
 /**
  * Streams a file's bytes into `dir` under the file's own name, cleaned by the shared name rule
  * (the last path component only, no control, bidi or invisible characters, never empty or dots,
- * at most 255 bytes), so that no name the relay holds can write outside `dir`. Never replaces a file:
- * a taken name becomes `name (1).ext`, `name (2).ext`, ... Checked like
+ * at most 255 bytes), so that no name the relay holds can write outside `dir`. Never replaces a
+ * file: a taken name becomes `name (1).ext`, `name (2).ext`, ... Checked like
  * {@link downloadToFile}; returns the file record with the `path` written.
  */
 export async function downloadToDir(

@@ -50,6 +50,20 @@ export async function findLiveBlob(
   return row ? toBlob(row) : null;
 }
 
+/**
+ * Joined to `blobs b`: the owner scope's live, verified files `f` of the blob's content,
+ * newest first once `NEWEST_HELD_FILE` closes the statement. A dedup hit takes the form
+ * (encoding, object) of that newest file, never the blob's: another scope's upload of the same
+ * content may re-home the blob onto its own copy in another encoding, and no answer of this
+ * scope may change with it. `scope` and `now` are SQL (a parameter or a subquery).
+ */
+export function heldFilesJoin(scope: string, now: string): string {
+  return `JOIN files f ON f.sha256 = b.sha256 AND f.scope = ${scope} AND f.verified = 1
+                     AND f.deleted_at IS NULL AND f.expires_at > ${now}`;
+}
+
+export const NEWEST_HELD_FILE = "ORDER BY f.expires_at DESC, f.id LIMIT 1";
+
 /** Content an owner scope holds: its size, and where and how the scope's own copy is stored. */
 export interface HeldContent {
   sha256: string;
@@ -60,11 +74,9 @@ export interface HeldContent {
 
 /**
  * The content `sha256` when its verified blob outlives `now` and the owner scope `scope`
- * holds a live, verified file of it, in the form (encoding, object) of the scope's newest
- * such file. A hash alone unlocks nothing: content outside the caller's scope is never found
- * here, so a declare cannot tell it exists. The form is the scope's own, not the blob's,
- * which another scope's upload of the same content may re-home onto its own copy in another
- * encoding: a dedup hit is served as the scope's earlier file is, whatever other scopes did.
+ * holds a live, verified file of it, in the form of the scope's newest such file
+ * (`heldFilesJoin`). A hash alone unlocks nothing: content outside the caller's scope is never
+ * found here, so a declare cannot tell it exists.
  */
 export async function findContentHeldByScope(
   db: D1Database,
@@ -74,11 +86,8 @@ export async function findContentHeldByScope(
 ): Promise<HeldContent | null> {
   const row = await db
     .prepare(
-      `SELECT b.sha256, b.size, f.encoding, f.stored_key FROM blobs b
-         JOIN files f ON f.sha256 = b.sha256 AND f.scope = ?1 AND f.verified = 1
-                     AND f.deleted_at IS NULL AND f.expires_at > ?3
-       WHERE b.sha256 = ?2 AND b.expires_at > ?3
-       ORDER BY f.expires_at DESC, f.id LIMIT 1`,
+      `SELECT b.sha256, b.size, f.encoding, f.stored_key FROM blobs b ${heldFilesJoin("?1", "?3")}
+       WHERE b.sha256 = ?2 AND b.expires_at > ?3 ${NEWEST_HELD_FILE}`,
     )
     .bind(scope, sha256, now)
     .first<{ sha256: string; size: number; encoding: Blob["encoding"]; stored_key: string }>();

@@ -1,4 +1,4 @@
-import { blobValues, type Blob } from "./blobs";
+import { blobValues, heldFilesJoin, NEWEST_HELD_FILE, type Blob } from "./blobs";
 import {
   FILE_COLUMNS,
   isIdempotencyKeyTaken,
@@ -61,15 +61,6 @@ const scopeFilesHold = `EXISTS (SELECT 1 FROM files f WHERE f.scope = ${callerSc
                           AND f.verified = 1 AND f.deleted_at IS NULL AND f.expires_at > ?2)`;
 /** A live blob of the content, which the scope holds in a live, verified file (`findContentHeldByScope`). */
 const heldBlob = `b.sha256 = ?3 AND b.expires_at > ?2 AND ${scopeFilesHold}`;
-/**
- * A column of the scope's newest live, verified file of the content: a dedup hit is stored
- * in that file's form (encoding and object), never in the blob's, which another scope's
- * upload may re-home (`findContentHeldByScope`).
- */
-const heldForm = (column: "encoding" | "stored_key") =>
-  `(SELECT f.${column} FROM files f WHERE f.scope = ${callerScope} AND f.sha256 = ?3
-      AND f.verified = 1 AND f.deleted_at IS NULL AND f.expires_at > ?2
-    ORDER BY f.expires_at DESC, f.id LIMIT 1)`;
 const fitsQuota = `${sessionUsageSql()} + ?4 <= (SELECT quota_bytes ${sessionRow})`;
 
 /**
@@ -111,9 +102,11 @@ export async function declareSingleUpload(
   const insertFile = db
     .prepare(
       `INSERT INTO files (${FILE_COLUMNS})
-       SELECT ?6, ?1, ?7, ?4, ?3, ?8, ${heldForm("encoding")}, ${heldForm("stored_key")},
-              1, 1, ?2, ?9, ${callerScope}
-       FROM blobs b WHERE ${heldBlob} AND b.size = ?4 AND ${callerMayDeclare} AND ${fitsQuota}
+       SELECT ?6, ?1, ?7, ?4, ?3, ?8, f.encoding, f.stored_key, 1, 1, ?2, ?9, ${callerScope}
+       FROM blobs b ${heldFilesJoin(callerScope, "?2")}
+       WHERE b.sha256 = ?3 AND b.expires_at > ?2 AND b.size = ?4
+         AND ${callerMayDeclare} AND ${fitsQuota}
+       ${NEWEST_HELD_FILE}
        RETURNING encoding, stored_key`,
     )
     .bind(...common, file.id, file.name, file.contentType, file.expiresAt);

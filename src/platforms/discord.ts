@@ -38,10 +38,10 @@ const OPTION_ATTACHMENT = 11;
 const MARKDOWN = /[\\*_~`|>#\-[\]()<@]/g;
 
 /**
- * A name shown as it is in a Discord message: a name like `[invoice.pdf](https://…)` would
- * otherwise read as a masked link in the bot's own words.
+ * A name shown as it is in a Discord message: `__init__.py` would otherwise show `init`
+ * underlined, `||x||` a spoiler and `<@1>` a mention, in the bot's own words.
  */
-export function discordLiteral(text: string): string {
+function discordLiteral(text: string): string {
   return text.replace(MARKDOWN, "\\$&");
 }
 

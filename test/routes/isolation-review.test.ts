@@ -60,12 +60,7 @@ for (const backend of backends()) {
       return { ...session, chat };
     }
 
-    async function revoke(session: Session): Promise<void> {
-      const response = await client.call("DELETE", `/v1/sessions/${session.sessionId}`, {
-        token: ADMIN_TOKEN,
-      });
-      expect(response.status).toBe(200);
-    }
+    const revoke = (session: Session) => client.revokeSession(session.sessionId);
 
     /**
      * The victim, a session of its owner (`sibling`), one of another owner (`stranger`), and

@@ -104,6 +104,16 @@ for (const backend of backends()) {
       return { file: (await response.json()) as FileRecord, session: owner, stored };
     }
 
+    /**
+     * `bytes` sent as they are by a session of a new owner, and another session of that owner
+     * (minted with `body`), whose one-request upload of them is a dedup hit.
+     */
+    async function siblingOfHolder(bytes: Uint8Array, body: Record<string, unknown> = {}) {
+      const owner = `single-${crypto.randomUUID()}`;
+      const held = await sendHonest(bytes, "identity", await client.mintSession({ owner }));
+      return { held, session: await client.mintSession({ owner, ...body }) };
+    }
+
     it.each([
       ["random binary as it is", randomBytes(300_000), "identity"],
       ["log text gzipped", logText(8000), "gzip"],
@@ -255,10 +265,8 @@ for (const backend of backends()) {
     });
 
     it("is a dedup hit within the owner scope: a file, and the body left unread", async () => {
-      const owner = `single-owner-${crypto.randomUUID()}`;
       const bytes = randomBytes(200_000);
-      const first = await sendHonest(bytes, "identity", await client.mintSession({ owner }));
-      const second = await client.mintSession({ owner });
+      const { held: first, session: second } = await siblingOfHolder(bytes);
       const { declared } = await describeBytes(bytes, "again.bin");
       // The body is not the content at all: a hit never reads it.
       const response = await sendOne(client, second.token, declared, randomBytes(200_000));
@@ -362,13 +370,7 @@ for (const backend of backends()) {
     });
 
     it("refuses a dedup hit over the quota the same way, adding no file", async () => {
-      const owner = `single-quota-${crypto.randomUUID()}`;
-      const held = await sendHonest(
-        randomBytes(2000),
-        "identity",
-        await client.mintSession({ owner }),
-      );
-      const session = await client.mintSession({ owner, quotaBytes: 3000 });
+      const { held, session } = await siblingOfHolder(randomBytes(2000), { quotaBytes: 3000 });
       const mine = await sendHonest(randomBytes(2000), "identity", session);
       const { declared } = await describeBytes(held.stored, "held.bin");
       const viaDeclare = await errorOf(await declare(client, session.token, declared));
@@ -380,13 +382,7 @@ for (const backend of backends()) {
     });
 
     it("answers content the scope holds with another size as the declare does: 400, nothing kept", async () => {
-      const owner = `single-size-${crypto.randomUUID()}`;
-      const held = await sendHonest(
-        randomBytes(5000),
-        "identity",
-        await client.mintSession({ owner }),
-      );
-      const session = await client.mintSession({ owner });
+      const { held, session } = await siblingOfHolder(randomBytes(5000));
       const { declared } = await describeBytes(held.stored, "held.bin");
       const body = randomBytes(5001);
       const lie = { ...declared, size: 5001, storedSize: 5001 };
@@ -468,10 +464,8 @@ for (const backend of backends()) {
       });
 
       it("answers a dedup hit sent again with the same key with its first file, counted once", async () => {
-        const owner = `single-key-${crypto.randomUUID()}`;
         const bytes = randomBytes(30_000);
-        await sendHonest(bytes, "identity", await client.mintSession({ owner }));
-        const session = await client.mintSession({ owner });
+        const { session } = await siblingOfHolder(bytes);
         const { declared, stored } = await describeBytes(bytes, "hit.bin");
         const key = crypto.randomUUID();
         const first = await sendKeyed(session.token, declared, stored, key);
@@ -604,13 +598,7 @@ for (const backend of backends()) {
       });
 
       it("answers a deleted dedup hit's key with 409 idempotency_key_reused, adding no file", async () => {
-        const owner = `single-key-gone-${crypto.randomUUID()}`;
-        const held = await sendHonest(
-          randomBytes(8000),
-          "identity",
-          await client.mintSession({ owner }),
-        );
-        const session = await client.mintSession({ owner });
+        const { held, session } = await siblingOfHolder(randomBytes(8000));
         const { declared } = await describeBytes(held.stored, "hit.bin");
         const key = crypto.randomUUID();
         const first = await sendKeyed(session.token, declared, held.stored, key);
@@ -649,12 +637,7 @@ for (const backend of backends()) {
     });
 
     describe("for a session that may no longer upload", () => {
-      const revoke = async (session: { sessionId: string }) => {
-        const revoked = await client.call("DELETE", `/v1/sessions/${session.sessionId}`, {
-          token: ADMIN_TOKEN,
-        });
-        expect(revoked.status).toBe(200);
-      };
+      const revoke = (session: { sessionId: string }) => client.revokeSession(session.sessionId);
       // The token stays valid: only the row says the session is over.
       const expire = async (session: { sessionId: string }) => {
         await backend.env.DB.prepare("UPDATE sessions SET expires_at = ? WHERE id = ?")
@@ -706,13 +689,7 @@ for (const backend of backends()) {
       ] as const)(
         "answers %s session as every session route does, inserting nothing and extending no blob",
         async (_, end, refusal) => {
-          const owner = `single-ended-${crypto.randomUUID()}`;
-          const held = await sendHonest(
-            randomBytes(4000),
-            "identity",
-            await client.mintSession({ owner }),
-          );
-          const session = await client.mintSession({ owner });
+          const { held, session } = await siblingOfHolder(randomBytes(4000));
           // Pushed back so that a dedup hit would push it out again.
           await backend.env.DB.prepare("UPDATE blobs SET expires_at = ? WHERE sha256 = ?")
             .bind(Date.now() + 60_000, held.file.sha256)

@@ -103,6 +103,13 @@ export class RelayClient {
       throw new Error(`mint failed: ${response.status} ${await response.text()}`);
     return response.json();
   }
+
+  /** Revokes a session as the operator does. */
+  async revokeSession(sessionId: string): Promise<void> {
+    const response = await this.call("DELETE", `/v1/sessions/${sessionId}`, { token: ADMIN_TOKEN });
+    if (response.status !== 200)
+      throw new Error(`revoke failed: ${response.status} ${await response.text()}`);
+  }
 }
 
 /** `{ error: { code, message } }` of a refused request, with its status. */

@@ -25,9 +25,9 @@ export function quoted(name: string): string {
 
 /**
  * An entry's name as a safe relative path: never absolute, never `..`; "" for the root. Every
- * component must already obey the shared name rule (no control, bidi or invisible characters, no `\`,
- * no leading or trailing space, at most 255 bytes): archive entries are refused, not cleaned,
- * since a cleaned name could collide with another entry or break a link that names it.
+ * component must already obey the shared name rule (no control, bidi or invisible characters,
+ * no `\`, no leading or trailing space, at most 255 bytes): archive entries are refused, not
+ * cleaned, since a cleaned name could collide with another entry or break a link that names it.
  */
 export function relativeName(name: string, refuse: (reason: string) => Error): string {
   if (name.startsWith("/")) throw refuse("is an absolute path");
