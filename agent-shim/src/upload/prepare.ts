@@ -22,6 +22,11 @@ export const SAMPLE_BYTES = 64 * 1024;
 export const MIN_GZIP_BYTES = 1024;
 /** gzip must shrink the sample by at least this fraction to be worth a second pass. */
 export const MIN_GZIP_SAVING = 0.1;
+/**
+ * The chunk a full pass reads at a time: hashing a chunk twice (whole file and part) while it
+ * is still in the CPU's cache, and 16× fewer trips through the streams than Node's 64 KiB.
+ */
+export const PASS_CHUNK_BYTES = 1024 * 1024;
 
 /** The start of a file, what it looks like, and the size and mtime it had then. */
 export interface Sample extends Sniffed {
@@ -185,7 +190,7 @@ export function changedWhileSending(path: string): CliError {
 
 /** Runs `use` on a stream of the file; a failure reading the file is reported as such. */
 async function readingFile(path: string, use: (input: ReadStream) => Promise<void>): Promise<void> {
-  const input = createReadStream(path);
+  const input = createReadStream(path, { highWaterMark: PASS_CHUNK_BYTES });
   let readError: unknown;
   input.once("error", (err) => (readError = err));
   try {
