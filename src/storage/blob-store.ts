@@ -47,6 +47,18 @@ export interface BlobStore {
   head(key: string): Promise<{ size: number } | null>;
 
   /**
+   * When the object at `key` was last written (ms since the epoch), which is when the bucket's
+   * age rules start counting; null when there is none.
+   */
+  writtenAt(key: string): Promise<number | null>;
+
+  /**
+   * Writes the object at `key` again with the same bytes (and metadata), so that the bucket's
+   * age rules count from now; false when there is no object.
+   */
+  rewrite(key: string): Promise<boolean>;
+
+  /**
    * Present only on stores a client can read from directly (S3): a presigned GET of `key`
    * that answers with the given Content-Disposition and Content-Type (signed overrides), so
    * the bytes need not pass through the relay. With `range`, the exact `Range` header value

@@ -150,6 +150,24 @@ export class R2BlobStore implements BlobStore {
     return object ? { size: object.size } : null;
   }
 
+  async writtenAt(key: string): Promise<number | null> {
+    const object = await this.bucket.head(key);
+    return object ? object.uploaded.getTime() : null;
+  }
+
+  /** The binding cannot copy: the bytes go out and back in, checked against R2's own SHA-256. */
+  async rewrite(key: string): Promise<boolean> {
+    const object = await this.bucket.get(key);
+    if (!object) return false;
+    const { sha256 } = object.checksums;
+    await this.bucket.put(key, withKnownLength(object.body, object.size), {
+      httpMetadata: object.httpMetadata,
+      customMetadata: object.customMetadata,
+      ...(sha256 ? { sha256 } : {}),
+    });
+    return true;
+  }
+
   async get(
     key: string,
     range?: ByteRange,

@@ -106,10 +106,37 @@ export class S3BlobStore implements BlobStore {
   }
 
   async head(key: string): Promise<{ size: number } | null> {
+    const headers = await this.headers(key);
+    return headers && { size: Number(headers.get("content-length") ?? 0) };
+  }
+
+  async writtenAt(key: string): Promise<number | null> {
+    const headers = await this.headers(key);
+    return headers && Date.parse(headers.get("last-modified") ?? "");
+  }
+
+  /** A copy onto itself, which S3 allows when the metadata is replaced (here, by the same). */
+  async rewrite(key: string): Promise<boolean> {
+    const headers = await this.headers(key);
+    if (!headers) return false;
+    const contentType = headers.get("content-type");
+    try {
+      await this.copy(key, key, {
+        "x-amz-metadata-directive": "REPLACE",
+        ...(contentType ? { "content-type": contentType } : {}),
+      });
+    } catch (error) {
+      if (/NoSuchKey/.test(String(error))) return false; // deleted since the HEAD
+      throw error;
+    }
+    return true;
+  }
+
+  private async headers(key: string): Promise<Headers | null> {
     const response = await this.http.send("HEAD", key);
     if (response.status === 404) return null;
     if (!response.ok) throw new Error(`S3 HEAD ${key} failed: ${response.status}`);
-    return { size: Number(response.headers.get("content-length") ?? 0) };
+    return response.headers;
   }
 
   async get(
@@ -138,8 +165,8 @@ export class S3BlobStore implements BlobStore {
   }
 
   /** CopyObject (up to 5 GiB, `MAX_FILE_BYTES`'s default); S3 may answer 200 with an error. */
-  async copy(fromKey: string, toKey: string): Promise<void> {
-    const source = { "x-amz-copy-source": this.http.copySource(fromKey) };
+  async copy(fromKey: string, toKey: string, extra: Record<string, string> = {}): Promise<void> {
+    const source = { "x-amz-copy-source": this.http.copySource(fromKey), ...extra };
     const response = await this.http.send("PUT", toKey, source, new Uint8Array(0));
     const answer = await response.text();
     if (!response.ok || answer.includes("<Error>")) {

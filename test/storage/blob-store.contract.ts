@@ -63,6 +63,31 @@ export function blobStoreContract(name: string, makeStore: () => BlobStore): voi
       expect(await store.head(k)).toBeNull();
     });
 
+    it("writes an object again with the same bytes, its write time moved on; a missing one is false", async () => {
+      const store = makeStore();
+      const bytes = randomBytes(90_001);
+      const k = key();
+      const sha256 = await sha256Hex(bytes);
+      const before = Date.now();
+      await store.put(k, streamOf(bytes), { size: bytes.byteLength, sha256Hex: sha256 });
+      const written = await store.writtenAt(k);
+      // S3's Last-Modified has whole seconds.
+      expect(written).toBeGreaterThanOrEqual(Math.floor(before / 1000) * 1000);
+      expect(written).toBeLessThanOrEqual(Date.now());
+      await new Promise((resolve) => setTimeout(resolve, 1100));
+
+      expect(await store.rewrite(k)).toBe(true);
+      expect(await store.writtenAt(k)).toBeGreaterThan(written!);
+      expect(await store.head(k)).toEqual({ size: bytes.byteLength });
+      const again = await store.get(k);
+      expect(await sha256Hex(await text(again!.body))).toBe(sha256);
+
+      const missing = key();
+      expect(await store.writtenAt(missing)).toBeNull();
+      expect(await store.rewrite(missing)).toBe(false);
+      expect(await store.head(missing)).toBeNull();
+    });
+
     if (makeStore().copy) {
       it("copies an object inside the store, the source kept; a missing source is an error", async () => {
         const store = makeStore();
