@@ -1,8 +1,14 @@
 import { deleteExpiredBlobs, isStoredKeyInUse } from "../db/blobs";
 import { deleteExpiredLinks } from "../db/links";
-import { findStalePendingFiles } from "../db/files";
+import {
+  findStalePendingFiles,
+  findUncheckedDedupHits,
+  markDedupHitsChecked,
+  type UncheckedDedupHit,
+} from "../db/files";
 import { expireStaleUploads } from "../db/uploads";
 import type { Deps } from "../deps";
+import { blobLifecycleDays } from "../storage/lifecycle-rules";
 import { sweepUploadRequests, type RequestSweepResult } from "./upload-request-sweep";
 
 const HOUR = 3_600_000;
@@ -17,6 +23,14 @@ export const STALE_UPLOAD_GRACE_MS = 24 * HOUR;
 /** Rows handled per step per run; the next run (hourly) continues where this one stopped. */
 export const SWEEP_BATCH = 500;
 
+/**
+ * Bytes written again per run at most (on R2 each object streams out of the bucket and back
+ * through the Worker); the dedup hits left over wait for the next run.
+ */
+export const REWRITE_BYTES_PER_RUN = 10 * 1024 ** 3;
+/** An object is written again when the rule would delete it less than this after its last use. */
+export const AGE_RULE_MARGIN_MS = 24 * HOUR;
+
 export interface SweepResult extends RequestSweepResult {
   /** Blob rows removed: expired, and no live file uses them. */
   blobsDeleted: number;
@@ -28,6 +42,8 @@ export interface SweepResult extends RequestSweepResult {
   linksDeleted: number;
   /** Pending files whose verification was queued again. */
   verificationsResent: number;
+  /** Objects written again so that the bucket's age rule keeps them for their files. */
+  objectsRewritten: number;
 }
 
 /**
@@ -37,7 +53,9 @@ export interface SweepResult extends RequestSweepResult {
  * uploads at the store), deletes the objects of both
  * unless a blob, a live file or a pending upload still uses the key, drops expired
  * link rows and upload-link requests a day past their expiry (giving up the upload such a
- * link still held), and re-sends the verification of files left pending.
+ * link still held), re-sends the verification of files left pending, and writes again
+ * the objects of dedup hits that the bucket's age rule would delete while a live file still
+ * uses them (the rule counts from the object's last write, which a dedup hit is not).
  *
  * Idempotent and safe to run twice at once: every D1 change is one conditional
  * statement (`DELETE … WHERE expired AND unused … RETURNING`), so a row is claimed by at
@@ -72,12 +90,46 @@ export async function sweep(deps: Deps, batch = SWEEP_BATCH): Promise<SweepResul
   const resendBefore = now - deps.config.verifyResendAfterSeconds * 1000;
   const stalePending = await findStalePendingFiles(db, resendBefore, batch);
   for (const job of stalePending) await deps.verifyQueue.send(job);
+  const objectsRewritten = await rewriteAgingObjects(deps, now);
   return {
     verificationsResent: stalePending.length,
+    objectsRewritten,
     blobsDeleted: blobKeys.length,
     uploadsExpired: staleUploads.length,
     objectsDeleted,
     linksDeleted,
     ...requests,
   };
+}
+
+/**
+ * A blob deduplicated again and again outlives the bucket's `blobs/` rule, which counts from
+ * the object's last write: each dedup hit's object is checked once (one HEAD) and, when the rule
+ * would delete it less than a day after a live file using it expires, written again, same bytes.
+ */
+async function rewriteAgingObjects(deps: Deps, now: number): Promise<number> {
+  const ruleMs = blobLifecycleDays(deps.config.fileTtlSeconds) * 24 * HOUR;
+  const byKey = new Map<string, UncheckedDedupHit[]>();
+  for (const hit of await findUncheckedDedupHits(deps.db, now, SWEEP_BATCH)) {
+    byKey.set(hit.storedKey, [...(byKey.get(hit.storedKey) ?? []), hit]);
+  }
+  let rewritten = 0;
+  let budget = REWRITE_BYTES_PER_RUN;
+  for (const [key, hits] of byKey) {
+    const until = Math.max(0, ...hits.map((hit) => hit.liveUntil ?? 0));
+    if (until > 0) {
+      const size = Math.max(...hits.map((hit) => hit.size));
+      if (size > budget && rewritten > 0) break;
+      const writtenAt = await deps.store.writtenAt(key);
+      if (writtenAt !== null && writtenAt + ruleMs <= until + AGE_RULE_MARGIN_MS) {
+        if (await deps.store.rewrite(key)) rewritten += 1;
+        budget -= size;
+      }
+    }
+    await markDedupHitsChecked(
+      deps.db,
+      hits.map((hit) => hit.id),
+    );
+  }
+  return rewritten;
 }

@@ -8,8 +8,8 @@
  * hit does not reset: a blob first uploaded on day 0 and deduplicated on day 6 is used
  * until day 13 (with the default 7-day TTL) while its object is 6 days old. So the
  * `blobs/` rule is generous: twice the file TTL plus a day, rounded up to whole days. A
- * blob deduplicated again and again for longer than that can still be cut by the rule
- * (the sweep would not have deleted it): keep the rule, or raise it, knowingly.
+ * blob deduplicated again and again for longer than that has its object written again by
+ * the sweep (same bytes) before the rule could delete it.
  */
 export interface LifecycleRule {
   id: string;

@@ -123,6 +123,49 @@ for (const backend of backends()) {
       expect(await store.head(oldKey)).toBeNull();
     });
 
+    it("writes again the object of content re-sent past the bucket's age rule, before the rule could cut it", async () => {
+      const { sessionId, token } = await client.mintSession({ ttlSeconds: 30 * 86_400 });
+      const session = (await findSession(backend.env.DB, sessionId))!;
+      const bytes = randomBytes(6000);
+      const first = await upload(client, token, bytes, "daily.csv");
+      const sentAt = Date.parse(first.expiresAt) - ttl;
+      const HOUR = 3_600_000;
+      /** Sends the same content again at `at`: a dedup hit, whose object is the one to keep. */
+      const resend = async (at: number) => {
+        const { declared } = await describeBytes(bytes, "daily.csv");
+        const answer = await declareUpload(depsAt(at), session, declared, ORIGIN);
+        if (answer.status !== "deduped") throw new Error(`not a dedup hit: ${answer.status}`);
+        const row = await backend.env.DB.prepare("SELECT stored_key FROM files WHERE id = ?")
+          .bind(answer.file.fileId)
+          .first<{ stored_key: string }>();
+        return { file: answer.file, key: row!.stored_key };
+      };
+
+      // Re-sent an hour before the last copy expires: the bucket's rule (2 × TTL + 1 day from
+      // the object's write) still outlasts the new file by more than a day.
+      const second = await resend(sentAt + ttl - HOUR);
+      const written = (await store.writtenAt(second.key))!;
+      expect(written).not.toBeNull();
+      await sweep(depsAt(sentAt + ttl - HOUR / 2));
+      expect(await store.writtenAt(second.key)).toBe(written);
+      await new Promise((resolve) => setTimeout(resolve, 1100)); // S3 times have whole seconds
+
+      // Re-sent again: this file lives until 3 × TTL after the object's write, past the rule.
+      const third = await resend(sentAt + 2 * ttl - 2 * HOUR);
+      expect(third.key).toBe(second.key);
+      const result = await sweep(depsAt(sentAt + 2 * ttl - 1.5 * HOUR));
+      expect(result.objectsRewritten).toBeGreaterThanOrEqual(1);
+      const rewritten = (await store.writtenAt(third.key))!;
+      expect(rewritten).toBeGreaterThan(written);
+      const response = await client.fetch(third.file.url);
+      expect(response.status).toBe(200);
+      expect(await sha256Hex(await response.arrayBuffer())).toBe(first.sha256);
+
+      // Each dedup hit is checked once: the next run leaves the object as it is.
+      await sweep(depsAt(sentAt + 2 * ttl + 2 * HOUR));
+      expect(await store.writtenAt(third.key)).toBe(rewritten);
+    });
+
     it("a dedup hit never extends a blob that expired after it was read", async () => {
       const { token } = await client.mintSession();
       const old = await upload(client, token, randomBytes(1500), "old.bin");
