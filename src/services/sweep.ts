@@ -8,7 +8,7 @@ import {
 } from "../db/files";
 import { expireStaleUploads } from "../db/uploads";
 import type { Deps } from "../deps";
-import { blobLifecycleDays } from "../storage/lifecycle-rules";
+import { blobRuleEnd } from "../storage/lifecycle-rules";
 import { sweepUploadRequests, type RequestSweepResult } from "./upload-request-sweep";
 
 const HOUR = 3_600_000;
@@ -108,28 +108,35 @@ export async function sweep(deps: Deps, batch = SWEEP_BATCH): Promise<SweepResul
  * would delete it less than a day after a live file using it expires, written again, same bytes.
  */
 async function rewriteAgingObjects(deps: Deps, now: number): Promise<number> {
-  const ruleMs = blobLifecycleDays(deps.config.fileTtlSeconds) * 24 * HOUR;
   const byKey = new Map<string, UncheckedDedupHit[]>();
   for (const hit of await findUncheckedDedupHits(deps.db, now, SWEEP_BATCH)) {
-    byKey.set(hit.storedKey, [...(byKey.get(hit.storedKey) ?? []), hit]);
+    const hits = byKey.get(hit.storedKey);
+    if (hits) hits.push(hit);
+    else byKey.set(hit.storedKey, [hit]);
   }
+  const checked: string[] = [];
   let rewritten = 0;
   let budget = REWRITE_BYTES_PER_RUN;
-  for (const [key, hits] of byKey) {
-    const until = Math.max(0, ...hits.map((hit) => hit.liveUntil ?? 0));
-    if (until > 0) {
+  try {
+    for (const [key, hits] of byKey) {
+      const until = Math.max(0, ...hits.map((hit) => hit.liveUntil ?? 0));
       const size = Math.max(...hits.map((hit) => hit.size));
-      if (size > budget && rewritten > 0) break;
-      const writtenAt = await deps.store.writtenAt(key);
-      if (writtenAt !== null && writtenAt + ruleMs <= until + AGE_RULE_MARGIN_MS) {
+      if (until > 0 && size > budget && rewritten > 0) break;
+      if (until > 0 && (await agesOutBefore(deps, key, until + AGE_RULE_MARGIN_MS))) {
         if (await deps.store.rewrite(key)) rewritten += 1;
         budget -= size;
       }
+      checked.push(...hits.map((hit) => hit.id));
     }
-    await markDedupHitsChecked(
-      deps.db,
-      hits.map((hit) => hit.id),
-    );
+  } finally {
+    // One write for the run; hits left unmarked (a store error, the budget) wait for the next.
+    if (checked.length > 0) await markDedupHitsChecked(deps.db, checked);
   }
   return rewritten;
+}
+
+/** Whether the bucket's rule would delete the object at `key` before `time` (false: no object). */
+async function agesOutBefore(deps: Deps, key: string, time: number): Promise<boolean> {
+  const writtenAt = await deps.store.writtenAt(key);
+  return writtenAt !== null && blobRuleEnd(writtenAt, deps.config.fileTtlSeconds) <= time;
 }

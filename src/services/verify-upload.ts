@@ -5,7 +5,7 @@ import type { Deps } from "../deps";
 import { logEvent } from "../log";
 import { blobKey } from "../storage";
 import { STORE_URL_TTL_MS } from "../storage/blob-store";
-import { blobLifecycleDays } from "../storage/lifecycle-rules";
+import { blobRuleEnd } from "../storage/lifecycle-rules";
 import { recordArchiveListing } from "./archive-listing";
 import { storedBytesMatch } from "./original-bytes";
 import { deleteObjectIfUnused, rejectUpload } from "./reject-upload";
@@ -188,8 +188,10 @@ export function mayBeArchive(file: Pick<FileRow, "name" | "contentType">): boole
 
 /** True when a blob's object is there and the bucket's age rule keeps it past `until`. */
 async function outlives(deps: Deps, blob: Blob, until: number): Promise<boolean> {
-  const lifecycleEnd = blob.createdAt + blobLifecycleDays(deps.config.fileTtlSeconds) * 86_400_000;
-  return lifecycleEnd > until && (await deps.store.head(blob.storedKey)) !== null;
+  return (
+    blobRuleEnd(blob.createdAt, deps.config.fileTtlSeconds) > until &&
+    (await deps.store.head(blob.storedKey)) !== null
+  );
 }
 
 /** The verified-content record of an upload's bytes. */

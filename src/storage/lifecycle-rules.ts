@@ -28,6 +28,11 @@ export function blobLifecycleDays(fileTtlSeconds: number): number {
   return Math.ceil((2 * fileTtlSeconds) / DAY_SECONDS) + 1;
 }
 
+/** When (ms) the bucket's `blobs/` rule deletes an object last written at `writtenAt`. */
+export function blobRuleEnd(writtenAt: number, fileTtlSeconds: number): number {
+  return writtenAt + blobLifecycleDays(fileTtlSeconds) * DAY_SECONDS * 1000;
+}
+
 /** The rules for a relay whose files live `fileTtlSeconds`. */
 export function lifecycleRules(fileTtlSeconds: number): LifecycleRule[] {
   return [
