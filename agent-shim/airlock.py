@@ -71,98 +71,183 @@ USAGE = {
     "global": "airlock <send|get|pull|request|link|rm|ls> ... | airlock <command> --help | airlock --help | airlock --version",
 }
 
+# Each command's help page, as the Node shim has it (in ASCII: "x" for a times sign, "..." for an
+# ellipsis); the whole page is built from them too. A parity test holds the two shims' pages equal.
+PAGES = {
+    "send": {
+        "about": """\
+upload files (hashed, gzipped where it pays, deduplicated) and print each share URL;
+a directory is sent as one <dir>.tar.gz (symlinks kept as links, modes and mtimes
+kept); with --to, also deliver each file to those chats. Stored bytes over 64 MiB
+go up in parts, several at once; a large send that failed or was killed resumes
+when run again, sending only the parts the store does not hold yet. - sends standard
+input (with --name)""",
+        "options": """\
+--name <name>        the name to send the file under: needed for -, and for one
+                     path only
+--to <platform:id>   deliver to a chat: telegram:<chatId>, discord:<channelId>,
+                     slack:<channelId> or whatsapp:<wa_id> (the person's number, digits
+                     only); repeat for several (the session must allow each)
+--caption <text>     caption for --to deliveries
+--expires <duration> print a link minted to work this long (90s, 10m, 24h, 7d, 1h30m,
+                     or seconds) instead of the default one; a link cannot outlive its
+                     file
+--max-downloads <n>  print a link that serves the file at most <n> times (counted in
+                     bytes: n x its size), then refuses with 410
+--wait               wait until the relay has verified each file (a large gzip or
+                     multipart upload is "status":"pending" until then, and not yet a
+                     dedup target); a file that fails the check fails the send
+--json               one JSON object per file per line on stdout: fileId, name, size,
+                     sha256, url, expiresAt (when the link stops working),
+                     fileExpiresAt (when the file goes), status, deduped,
+                     uploadedBytes, deliveries
+--media-tag          print MEDIA:<url> instead of the bare URL (with --json: before
+                     each JSON line), for gateways that route MEDIA: lines""",
+        "example": "airlock send report.pdf --to telegram:12345 --caption 'This week'",
+    },
+    "get": {
+        "about": """\
+download a file by id or share URL, verifying its SHA-256, and print the path
+written""",
+        "options": """\
+-o, --output <path>  where to write: a file, a directory, or - for stdout
+                     (default: the file's name in the current directory, never
+                     overwritten)
+--extract            extract a .tar.gz into a new directory named after it (in
+                     -o <dir>) instead of writing the archive; an archive with entries
+                     that would escape that directory is refused whole, as is one with
+                     an entry name that breaks the name rule (control, bidi or
+                     invisible characters, \\, over 255 bytes: refused, not cleaned)
+                     or pax or long-name headers over 1 MiB
+--max-bytes <n>      with --extract: refuse an archive holding more than <n> bytes of
+                     files (K, M, G, T: powers of 1024; default 10G); nothing of it is
+                     kept""",
+        "example": "airlock get https://airlock.example.com/d/<token> -o data.csv",
+    },
+    "pull": {
+        "about": """\
+write the files people sent to this sandbox into a directory, verified, never
+overwriting (report.pdf, then "report (1).pdf"), and print a line per file:
+[User uploaded: <name> (<size>) at <path>], <path> being exactly where it was
+written. Names are cleaned first (last path component, no control, bidi or
+invisible characters, never empty or dots, at most 255 bytes) and [ ] in a name become
+( ), so a line's only "]" is its last character. A file that cannot be pulled is
+named on stderr (item id and name), stays in the inbox, and pull goes on with
+the others, then exits 1. With nothing waiting, it says so on stderr and exits 0
+at once, unless --wait""",
+        "options": """\
+--dir <dir>          where to write (default: $AIRLOCK_INBOX_DIR when it is set,
+                     else uploads/ in the current directory; created if missing)
+--wait               when nothing is waiting, wait until something arrives (asking the
+                     relay every second or so, then every few seconds), then pull it
+--timeout <duration> with --wait: give up after this long (90s, 10m, 1h, 1h30m, or
+                     seconds), with one line on stderr and exit status 3
+--extract            extract a .tar.gz into a new directory named after it (in the
+                     directory above) instead of writing the archive; an archive with
+                     entries that would escape that directory, or with a name that
+                     breaks the name rule, is refused whole and stays in the inbox
+--max-bytes <n>      with --extract: refuse an archive holding more than <n> bytes of
+                     files (K, M, G, T: powers of 1024; default 10G)
+--readonly           leave each file written read-only (mode 0444; with --extract,
+                     every file in the extracted directory), e.g. configuration the
+                     agent must not change
+--json               one JSON object per file per line on stdout: itemId, fileId,
+                     name, size, sha256, path, source""",
+        "example": "airlock pull --wait --timeout 10m",
+    },
+    "request": {
+        "about": """\
+ask a person for a file: print an upload link (.../u/<token>) to show them in any
+chat or terminal. They open it in a browser (or run curl -T <file> <link>); the
+file arrives in this sandbox's inbox, for pull. The link takes one file""",
+        "options": """\
+--name <hint>        the file name suggested to the person
+--max-bytes <n>      the largest file the link takes (K, M, G, T: powers of 1024;
+                     default: the relay's limit)
+--expires <duration> how long the link takes an upload (90s, 10m, 24h, 7d; default:
+                     the relay's link lifetime, never past the session's end)
+--json               print { requestId, url, name, maxBytes, expiresAt } instead of
+                     the URL""",
+        "example": "airlock request --name invoice.pdf --expires 1d",
+    },
+    "link": {
+        "about": """\
+print a fresh share link to one of this session's files, with an expiry and a
+download limit of its own; the file's other links are not changed""",
+        "options": """\
+--expires <duration> how long the link works (90s, 10m, 24h, 7d, 1h30m, or seconds;
+                     default: the relay's link lifetime, cut at the file's expiry); a
+                     link cannot outlive its file
+--max-downloads <n>  serve the file at most <n> times through this link (counted in
+                     bytes: n x its size), then refuse with 410
+--json               print { fileId, url, expiresAt, maxDownloads } instead of the URL
+                     (maxDownloads is null when unlimited)""",
+        "example": "airlock link fil_0123456789abcdefghijkl --expires 2h --max-downloads 1",
+    },
+    "rm": {
+        "about": """\
+delete one of this session's files and print "deleted <fileId>": it leaves ls and
+the session's quota at once, and every share link of it stops working (410)""",
+        "options": "",
+        "example": "airlock rm fil_0123456789abcdefghijkl",
+    },
+    "ls": {
+        "about": """\
+list this session's files, newest first: id, size, the file's expiry, name""",
+        "options": """\
+--json               one file record per line on stdout, as the relay gives it""",
+        "example": "airlock ls --json",
+    },
+}
+
+HELP_OPTION = "-h, --help           show this help"
+
+
+def indent(text, by):
+    return "\n".join(by + line if line else line for line in text.split("\n"))
+
+
+def option_lines(page):
+    return indent(page["options"] + "\n" + HELP_OPTION if page["options"] else HELP_OPTION, "  ")
+
+
+def command_help(name):
+    """`airlock <command> --help`: that command's usage line, what it does, its options, an example."""
+    page = PAGES[name]
+    return "Usage\n  %s\n\n%s\n\nOptions\n%s\n\nExample\n  %s\n\nEvery command, the environment and exit statuses: airlock --help" % (
+        USAGE[name],
+        indent(page["about"], "  "),
+        option_lines(page),
+        page["example"],
+    )
+
+
+def command_summary(name):
+    lines = indent(PAGES[name]["about"], " " * 10).split("\n")
+    head = "  %s%s" % (name.ljust(8), lines[0].lstrip()) if len(name) < 8 else "  %s\n%s" % (name, lines[0])
+    return "\n".join([head] + lines[1:])
+
+
 HELP = """airlock: move files between this sandbox and people, through an Airlock relay
 (the Python shim: the Node shim's commands but tool-schema)
 
 Usage
-  %(send)s
-  %(get)s
-  %(pull)s
-  %(request)s
-  %(link)s
-  %(rm)s
-  %(ls)s
+%(usages)s
   airlock <command> --help | airlock --help | airlock --version
 
 Commands
-  send    upload files (hashed, gzipped where it pays, deduplicated) and print each share URL;
-          a directory is sent as one <dir>.tar.gz (symlinks kept as links, modes and mtimes
-          kept); with --to, also deliver each file to those chats. Stored bytes over 64 MiB
-          go up in parts, several at once; a large send that failed or was killed resumes
-          when run again, sending only the parts the store does not hold yet. - sends standard
-          input (with --name)
-  get     download a file by id or share URL, verifying its SHA-256, and print the path written
-  pull    write the files people sent to this sandbox into a directory, verified, never
-          overwriting (report.pdf, then "report (1).pdf"), and print a line per file:
-          [User uploaded: <name> (<size>) at <path>], <path> being exactly where it was
-          written. Names are cleaned first (last path component, no control, bidi or
-          invisible characters, never empty or dots, at most 255 bytes) and [ ] in a name become
-          ( ), so a line's only "]" is its last character. A file that cannot be pulled is
-          named on stderr (item id and name), stays in the inbox, and pull goes on with
-          the others, then exits 1. With nothing waiting, it says so on stderr and exits 0
-          at once, unless --wait
-  request ask a person for a file: print an upload link (.../u/<token>) to show them in any
-          chat or terminal. They open it in a browser (or run curl -T <file> <link>); the
-          file arrives in this sandbox's inbox, for pull. The link takes one file
-  link    print a fresh share link to one of this session's files, with an expiry and a
-          download limit of its own; the file's other links are not changed
-  rm      delete one of this session's files and print "deleted <fileId>": it leaves ls and
-          the session's quota at once, and every share link of it stops working (410)
-  ls      list this session's files
+%(summaries)s
 
-Options
-  --name <name>        send: the name to send the file under: needed for -, and for one
-                       path only
-  --name <hint>        request: the file name suggested to the person
-  --to <platform:id>   deliver to a chat: telegram:<chatId>, discord:<channelId>,
-                       slack:<channelId> or whatsapp:<wa_id> (the person's number, digits
-                       only); repeat for several (the session must allow each)
-  --caption <text>     caption for --to deliveries
-  --json               one JSON object per file per line on stdout (send: expiresAt is
-                       when the link stops working, fileExpiresAt when the file goes);
-                       request prints { requestId, url, name, maxBytes, expiresAt }
-  --wait               send: wait until the relay has verified each file (a large gzip or
-                       multipart upload is "status":"pending" until then, and not yet a
-                       dedup target); a file that fails the check fails the send
-  --expires <duration> link: how long the link works (90s, 10m, 24h, 7d, 1h30m, or
-                       seconds; default: the relay's link lifetime, cut at the file's
-                       expiry); a link cannot outlive its file. send: print a link minted
-                       to work this long instead of the default one. request: how long
-                       the link takes an upload (default: the relay's link lifetime,
-                       never past the session's end)
-  --max-downloads <n>  link: serve the file at most <n> times through this link (counted
-                       in bytes: n x its size), then refuse with 410. send: print a link
-                       with that limit
-  --media-tag          send prints MEDIA:<url> instead of the bare URL (with --json: before
-                       each JSON line), for gateways that route MEDIA: lines
-  -o, --output <path>  where get writes: a file, a directory, or - for stdout
-                       (default: the file's name in the current directory, never overwritten)
-  --extract            get, pull: extract a .tar.gz into a new directory named after it
-                       (in -o <dir> or --dir) instead of writing the archive; an archive
-                       with entries that would escape that directory is refused whole,
-                       as is one with an entry name that breaks the name rule (control or
-                       bidi characters, \\, over 255 bytes: refused, not cleaned) or pax
-                       or long-name headers over 1 MiB
-  --max-bytes <n>      get, pull --extract: refuse an archive holding more than <n> bytes
-                       of files (K, M, G, T: powers of 1024; default 10G); nothing of it
-                       is kept. request: the largest file the link takes (default: the
-                       relay's limit)
-  --dir <dir>          where pull writes (default: $AIRLOCK_INBOX_DIR when it is set,
-                       else %(dir)s/ in the current directory; created if missing)
-  --wait               pull: when nothing is waiting, wait until something arrives
-                       (asking the relay every second or so, then every few seconds)
-  --timeout <duration> pull --wait: give up after this long (90s, 10m, 1h, 1h30m, or
-                       seconds), with one line on stderr and exit status %(timeout_exit)d
-  --readonly           pull: leave each file written read-only (mode 0444; with --extract,
-                       every file in the extracted directory), e.g. configuration the
-                       agent must not change
-  -h, --help           show this help
+%(options)s
+
+Global options
+  %(help_option)s (airlock <command> --help: that command's alone)
   -v, --version        show the version
 
 Environment
   AIRLOCK_URL            the relay's base URL, e.g. https://airlock.example.com
   AIRLOCK_TOKEN          this sandbox's session token
-  AIRLOCK_INBOX_DIR      where pull writes without --dir (default: ./uploads)
+  %(inbox_var)s where pull writes without --dir (default: ./%(dir)s)
   AIRLOCK_RETRIES        attempts per request before giving up (default 5)
   AIRLOCK_RETRY_BASE_MS  first retry delay in milliseconds, doubled each time (default 250)
   AIRLOCK_GZIP_LEVEL     gzip level 1-9 used when compressing pays (default 1)
@@ -171,12 +256,17 @@ Environment
 
 Exit status: 0 success, 1 failure (a failed delivery or pulled file included: the
 others still go through), 2 usage or configuration error, %(timeout_exit)d pull --wait --timeout
-ran out with nothing arriving.""" % dict(USAGE, dir=DEFAULT_PULL_DIR, timeout_exit=PULL_TIMEOUT_EXIT)
-
-
-def command_help(name):
-    """`airlock <command> --help`: that command's usage line; the whole page has the rest."""
-    return "Usage\n  %s\n\nEvery command, its options, the environment and exit statuses: airlock --help" % USAGE[name]
+ran out with nothing arriving.""" % {
+    "usages": "\n".join("  " + USAGE[name] for name in PAGES),
+    "summaries": "\n".join(command_summary(name) for name in PAGES),
+    "options": "\n\n".join(
+        "Options of %s\n%s" % (name, indent(page["options"], "  ")) for name, page in PAGES.items() if page["options"]
+    ),
+    "help_option": HELP_OPTION,
+    "inbox_var": INBOX_DIR_VAR.ljust(22),
+    "dir": DEFAULT_PULL_DIR,
+    "timeout_exit": PULL_TIMEOUT_EXIT,
+}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -2761,7 +2851,8 @@ def main(argv):
     if command in COMMANDS:
         return COMMANDS[command](argv[1:])
     if command == "help":
-        return out(HELP)
+        topic = argv[1] if len(argv) > 1 else None
+        return out(command_help(topic) if topic in PAGES else HELP)
     if command == "tool-schema":
         raise UsageError("%s is not in the Python shim; run it with the Node shim (/shim/airlock.mjs)" % command)
     if not command.startswith("-"):

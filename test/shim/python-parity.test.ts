@@ -305,4 +305,24 @@ describe("the Python shim's help", () => {
       `airlock: no command given; usage: ${global.replace("|tool-schema", "")}`,
     );
   });
+
+  it("prints the Node shim's pages, in ASCII: each command's, and the whole one but tool-schema's parts", async () => {
+    const at = await session();
+    const ascii = (text: string) => text.replaceAll("×", "x").replaceAll("…", "...");
+    const { toolSchema } = USAGE;
+    const names = Object.keys(USAGE).filter((name) => name !== "toolSchema" && name !== "global");
+    for (const name of names) {
+      const fromNode = await run(node, [name, "--help"], at);
+      const fromPython = await run(python, [name, "--help"], at);
+      expect(fromPython.code).toBe(0);
+      expect(fromPython.stdout).toBe(ascii(fromNode.stdout));
+      expect((await run(python, ["help", name], at)).stdout).toBe(fromPython.stdout);
+    }
+    const whole = ascii((await run(node, ["--help"], at)).stdout)
+      .replace(`  ${toolSchema}\n`, "")
+      .replace(/\n {2}tool-schema\n(?: {10}.*\n)*/, "\n")
+      .replace(/Options of tool-schema\n(?: .*\n)*\n/, "")
+      .replace("\n", "\n(the Python shim: the Node shim's commands but tool-schema)\n");
+    expect((await run(python, ["--help"], at)).stdout).toBe(whole);
+  });
 });
