@@ -4,9 +4,9 @@
 #   curl -fsSL "$AIRLOCK_URL/shim/airlock.sh" -o /usr/local/bin/airlock && chmod +x /usr/local/bin/airlock
 #
 # Needs only a POSIX sh (dash, busybox sh, bash), curl (>= 7.55), sha256sum (or openssl), and
-# awk, sed, tr, wc, mkdir, mktemp, mv. It does `send [--json] <file>` (one file, uploaded as is in
-# a single PUT: no gzip, no multipart, no directories) and `pull [--dir <dir>]`; the Node shim
-# (/shim/airlock.mjs) does everything else.
+# awk, sed, tr, wc, od, mkdir, mktemp, mv. It does `send [--json] <file>` (one file, as is: in
+# one request up to 1 MiB, else in a single PUT; no gzip, no multipart, no directories) and
+# `pull [--dir <dir>]`; the Node shim (/shim/airlock.mjs) does everything else.
 #
 # JSON without jq: the relay's answers are read by a small JSON parser in awk (json_flatten below)
 # that turns a document into one `path<TAB>value` line per string, number, boolean or null, e.g.
@@ -21,6 +21,8 @@ CDPATH=
 
 VERSION='0.0.0-dev' # set by scripts/build-shim.mjs when the relay serves this file
 DEFAULT_PULL_DIR=uploads # in the working directory, unless --dir or AIRLOCK_INBOX_DIR says
+# A file of at most this many bytes goes up in one request (the relay's SINGLE_UPLOAD_MAX_BYTES).
+SINGLE_UPLOAD_MAX_BYTES=1048576
 TAB=$(printf '\t')
 
 usage_text() {
@@ -311,6 +313,16 @@ check_id() {
   esac
 }
 
+# url_encode <text>: every byte as %XX, which any query value may be.
+url_encode() {
+  printf '%s' "$1" | od -An -tx1 -v | tr -d ' \n' | sed 's/../%&/g'
+}
+
+# A random Idempotency-Key (32 hex digits), or nothing where /dev/urandom cannot be read.
+idempotency_key() {
+  od -An -N16 -tx1 /dev/urandom 2>/dev/null | tr -d ' \n'
+}
+
 # ---------------------------------------------------------------------------------------------
 # Files
 
@@ -440,6 +452,50 @@ cmd_send() {
     *) die "cannot hash $file" ;;
   esac
 
+  # A path that starts with - would be an option to curl's -T and @ (standard input).
+  case $file in -*) file=./$file ;; esac
+  if [ "$size" -gt "$SINGLE_UPLOAD_MAX_BYTES" ] || ! send_in_one_request; then
+    send_declared
+  fi
+  share=$(json_get "$WORK/record" "${record}url")
+  [ -n "$share" ] || die "relay answered the upload of $name without a share URL"
+  if [ -z "$json" ]; then
+    printf '%s\n' "$share"
+    return
+  fi
+  send_json "$WORK/record" "$record" "$size" "$sha" "$uploaded" "$deduped"
+}
+
+# send_in_one_request: `POST /v1/single-uploads`, the declaration in the query and the file as
+# the body: the relay stores, verifies and registers it at once, or answers a dedup hit within
+# the session's scope without reading the body. Every attempt carries the same Idempotency-Key,
+# so a retry after a lost answer gets the file the first attempt made. Sets record, uploaded and
+# deduped; returns 1 when the relay has no such route (an older relay).
+send_in_one_request() {
+  query="name=$(url_encode "$name")&size=$size&sha256=$sha&contentType=application%2Foctet-stream"
+  query="$query&encoding=identity&storedSha256=$sha"
+  set -- -H 'content-type: application/octet-stream' -H 'Expect:' --data-binary @"$file"
+  key=$(idempotency_key)
+  [ -n "$key" ] && set -- "$@" -H "idempotency-key: $key"
+  relay POST "/v1/single-uploads?$query" "upload of $name" "$@"
+  case $STATUS in
+    2??) ;;
+    404) [ "$(json_get "$FLAT" error.code)" = not_found ] && return 1 ;;
+  esac
+  case $STATUS in 2??) ;; *) die "$(refusal "relay refused upload of $name" "$BODY")" ;; esac
+  record=
+  deduped=false
+  uploaded=$size
+  if [ "$(json_get "$FLAT" deduped)" = true ]; then
+    deduped=true
+    uploaded=0
+  fi
+  mv "$FLAT" "$WORK/record"
+}
+
+# send_declared: declares the file, PUTs it to the URL the relay signed and completes it, unless
+# the declaration is a dedup hit. Sets record, uploaded and deduped.
+send_declared() {
   declare='{"name":'"$json_name"',"size":'"$size"',"sha256":"'"$sha"'","contentType":"application/octet-stream","encoding":"identity","storedSize":'"$size"',"storedSha256":"'"$sha"'"}'
   relay POST /v1/uploads "upload of $name" -H 'content-type: application/json' --data-binary "$declare"
   case $STATUS in 2??) ;; *) die "$(refusal "relay refused upload of $name" "$BODY")" ;; esac
@@ -449,6 +505,7 @@ cmd_send() {
     deduped)
       record=file.
       uploaded=0
+      deduped=true
       mv "$FLAT" "$WORK/record"
       ;;
     upload)
@@ -475,29 +532,21 @@ cmd_send() {
       case $STATUS in 2??) ;; *) die "$(refusal "relay refused to complete $name" "$BODY")" ;; esac
       record=
       uploaded=$size
+      deduped=false
       mv "$FLAT" "$WORK/record"
       ;;
     *)
       die "relay answered the upload of $name with an unexpected status: ${answer:-none}"
       ;;
   esac
-  share=$(json_get "$WORK/record" "${record}url")
-  [ -n "$share" ] || die "relay answered the upload of $name without a share URL"
-  if [ -z "$json" ]; then
-    printf '%s\n' "$share"
-    return
-  fi
-  send_json "$WORK/record" "$record" "$size" "$sha" "$uploaded"
 }
 
-# send_json <flat record> <path prefix> <size> <sha256> <uploaded bytes>: the Node shim's
-# `send --json` line for a file sent alone, with no deliveries.
+# send_json <flat record> <path prefix> <size> <sha256> <uploaded bytes> <deduped>: the Node
+# shim's `send --json` line for a file sent alone, with no deliveries.
 send_json() {
   _r=$1 _p=$2
   _status=verified
   [ "$(json_get "$_r" "${_p}status")" = pending ] && _status=pending
-  _deduped=false
-  [ -n "$_p" ] && _deduped=true
   # Each field on its own: a refusal inside $(...) ends only that subshell.
   _id=$(record_string "$_r" "${_p}fileId") || exit 1
   _name=$(record_string "$_r" "${_p}name") || exit 1
@@ -506,7 +555,7 @@ send_json() {
   _link_exp=$_file_exp # a relay that gives no link expiry: the link lasts as long as the file
   [ -n "$(json_get "$_r" "${_p}urlExpiresAt")" ] && { _link_exp=$(record_string "$_r" "${_p}urlExpiresAt") || exit 1; }
   printf '{"fileId":%s,"name":%s,"size":%s,"sha256":"%s","url":%s,"expiresAt":%s,"fileExpiresAt":%s,"status":"%s","deduped":%s,"uploadedBytes":%s,"deliveries":[]}\n' \
-    "$_id" "$_name" "$3" "$4" "$_url" "$_link_exp" "$_file_exp" "$_status" "$_deduped" "$5"
+    "$_id" "$_name" "$3" "$4" "$_url" "$_link_exp" "$_file_exp" "$_status" "$6" "$5"
 }
 
 # record_string <flat record> <path>: a field of the relay's record as a JSON string.

@@ -3,11 +3,12 @@
 import { spawn, spawnSync } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
 import { existsSync } from "node:fs";
-import { mkdir, mkdtemp, readFile, readdir, rm, symlink, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readFile, readdir, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { delimiter, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { freePort, startRelay, type RunningRelay } from "../support/relay";
+import { busyboxOnlyPath } from "./shims";
 
 const sha256 = (bytes: Uint8Array) => createHash("sha256").update(bytes).digest("hex");
 
@@ -31,21 +32,6 @@ function required(program: string): string {
   }
   return path;
 }
-
-/** The tools the script uses, as busybox applets: an image with busybox and curl, nothing else. */
-const BUSYBOX_APPLETS = [
-  "awk",
-  "cat",
-  "chmod",
-  "mkdir",
-  "mktemp",
-  "mv",
-  "rm",
-  "sed",
-  "sha256sum",
-  "tr",
-  "wc",
-];
 
 interface Shell {
   name: string;
@@ -73,10 +59,7 @@ beforeAll(async () => {
   const busybox = required("busybox");
   required("curl");
   root = await mkdtemp(join(tmpdir(), "airlock-posix-shim-"));
-  const bin = join(root, "busybox-bin");
-  await mkdir(bin);
-  for (const applet of BUSYBOX_APPLETS) await symlink(busybox, join(bin, applet));
-  await symlink(required("curl"), join(bin, "curl"));
+  const bin = await busyboxOnlyPath(root, busybox, required("curl"));
   shells.push(
     { name: SHELLS[0], argv: [dash] },
     { name: SHELLS[1], argv: [busybox, "sh"] },

@@ -66,6 +66,36 @@ export async function pythonOnlyPath(dir: string, python = python3Binary()): Pro
   return bin;
 }
 
+/** The tools the POSIX shim uses beside sh and curl, each a busybox applet in a busybox image. */
+const POSIX_SHIM_APPLETS = [
+  "awk",
+  "cat",
+  "chmod",
+  "mkdir",
+  "mktemp",
+  "mv",
+  "od",
+  "rm",
+  "sed",
+  "sha256sum",
+  "tr",
+  "wc",
+];
+
+/**
+ * A directory holding busybox's applets and curl, nothing else: the PATH of an image with
+ * busybox and curl only.
+ */
+export async function busyboxOnlyPath(dir: string, busybox: string, curl: string): Promise<string> {
+  const bin = join(dir, "busybox-bin");
+  await mkdir(bin, { recursive: true });
+  for (const applet of POSIX_SHIM_APPLETS) {
+    if (!existsSync(join(bin, applet))) await symlink(busybox, join(bin, applet));
+  }
+  if (!existsSync(join(bin, "curl"))) await symlink(curl, join(bin, "curl"));
+  return bin;
+}
+
 /** The three shims; `scratch` is a directory the Python-only PATH is made in. */
 export async function shimDrivers(scratch: string): Promise<ShimDriver[]> {
   const systemPath = process.env.PATH ?? "/usr/bin:/bin";
