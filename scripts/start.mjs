@@ -14,6 +14,8 @@ const env = {
   ...process.env,
   CLOUDFLARE_CF_FETCH_ENABLED: "false",
   WRANGLER_SEND_METRICS: "false",
+  // No banner: its "update available" asks about the pinned wrangler (and its check calls out).
+  WRANGLER_HIDE_BANNER: "true",
 };
 const port = process.env.PORT || "8787";
 if (!/^\d+$/.test(port) || Number(port) < 1 || Number(port) > 65535) {
