@@ -33,7 +33,7 @@ describe("the progress bar", () => {
     // script(1) runs the shim on a pseudo-terminal, as in an interactive shell.
     const { stdout } = await run(
       "script",
-      ["-qec", `${process.execPath} ${SHIM} send ${path}`, "/dev/null"],
+      ["-qec", [process.execPath, SHIM, "send", path].map(shellQuoted).join(" "), "/dev/null"],
       {
         env: { ...process.env, ...env, COLUMNS: "100" },
       },
@@ -51,3 +51,8 @@ describe("the progress bar", () => {
     expect(result.stderr).toBe("");
   });
 });
+
+/** One word for `sh -c` (script runs its command through the shell), whatever it holds. */
+function shellQuoted(word: string): string {
+  return `'${word.replaceAll("'", "'\\''")}'`;
+}
