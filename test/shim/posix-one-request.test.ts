@@ -3,41 +3,32 @@
 // with only busybox's applets and curl, against the real relay (`wrangler dev`) behind a
 // recording proxy: the requests each run made are asserted exactly.
 import { createHash, randomBytes } from "node:crypto";
-import { mkdtemp, writeFile } from "node:fs/promises";
+import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import type { SendResult } from "../../agent-shim/src/upload/send-result";
 import { SINGLE_UPLOAD_MAX_BYTES } from "../../src/services/single-upload-limit";
-import { relaySuite } from "../support/relay-suite";
-import { startFlakyProxy, type FlakyProxy } from "./flaky-proxy";
-import { failureLine, relayEnv, type ShimResult } from "./run-shim";
+import { failureLine } from "./run-shim";
 import { sentLine } from "./sent-line";
+import { POSIX_SHIM, busyboxOnlyPath, shimDrivers, which, type ShimDriver } from "./shims";
 import {
-  POSIX_SHIM,
-  busyboxOnlyPath,
-  runDriver,
-  shimDrivers,
-  which,
-  type ShimDriver,
-} from "./shims";
+  ONE_REQUEST,
+  download,
+  expectUploaded,
+  singleUploadProxySuite,
+  type ProxiedSession,
+} from "./single-upload-proxy";
 
 const sha256 = (bytes: Uint8Array) => createHash("sha256").update(bytes).digest("hex");
 
-const ONE_REQUEST = ["POST /v1/single-uploads"];
 /** Declare, PUT (through the relay, r2), complete: the POSIX shim makes no probe first. */
 const DECLARED = ["POST /v1/uploads", "PUT /v1/blob-uploads/:id", "POST /v1/uploads/:id/complete"];
-const NOT_FOUND = {
-  status: 404,
-  body: JSON.stringify({ error: { code: "not_found", message: "no such route" } }),
-};
-const suite = relaySuite({}, "airlock-posix-one-request-");
+
+const { suite, faults, session, run, expectResentInOneRequest, asAnOlderRelay, expectFallsBack } =
+  singleUploadProxySuite("airlock-posix-one-request-");
 let node: ShimDriver;
+/** dash, then busybox sh with only busybox's applets and curl on its PATH. */
 const shells: ShimDriver[] = [];
-let proxy: FlakyProxy;
-/** While set, the proxy answers `POST /v1/single-uploads` as a relay without the route does. */
-let withoutRoute = false;
-/** How many more `POST /v1/single-uploads` the proxy answers with a 503 of its own. */
-let unavailable = 0;
 
 beforeAll(async () => {
   const drivers = await shimDrivers(suite.dir);
@@ -48,62 +39,15 @@ beforeAll(async () => {
   if (!busybox || !curl) throw new Error("busybox and curl are required (npm test installs them)");
   const bin = await busyboxOnlyPath(suite.dir, busybox, curl);
   shells.push(dash, { ...dash, argv: [busybox, "sh", POSIX_SHIM], path: bin });
-  proxy = await startFlakyProxy(suite.relay.url, (method, path) => {
-    if (method !== "POST" || path !== "/v1/single-uploads") return undefined;
-    if (withoutRoute) return NOT_FOUND;
-    if (unavailable === 0) return undefined;
-    unavailable--;
-    return { status: 503, body: "" };
-  });
 });
-
-afterAll(async () => {
-  await proxy?.stop();
-});
-
-/** A fresh session (its own dedup scope) reached through the proxy, and a work directory. */
-async function session(mint: object = {}) {
-  const { token } = await suite.relay.mintSession(mint);
-  const cwd = await mkdtemp(join(suite.dir, "work-"));
-  return { token, cwd, env: relayEnv(proxy.url, token) };
-}
-
-type Session = Awaited<ReturnType<typeof session>>;
-
-/** The route of a logged request, its ids replaced by `:id`, with the proxy's answer if faked. */
-function route({ request, fault }: FlakyProxy["log"][number]): string {
-  const shape = request
-    .replace(/^(PUT \/v1\/blob-uploads\/).+$/, "$1:id")
-    .replace(/^(POST \/v1\/uploads\/)[^/]+(\/complete)$/, "$1:id$2");
-  return fault === undefined ? shape : `${shape} -> ${fault}`;
-}
-
-/** Runs a shim through the proxy (with `input` on its standard input when given). */
-async function run(
-  driver: ShimDriver,
-  args: string[],
-  at: Session,
-  input?: Buffer,
-): Promise<{ result: ShimResult; requests: string[] }> {
-  const first = proxy.log.length;
-  const result = await runDriver(driver, args, { env: at.env, cwd: at.cwd, home: at.cwd, input });
-  return { result, requests: proxy.log.slice(first).map(route) };
-}
 
 /** Writes `bytes` as `name` in the session's work directory. */
-async function fileIn(at: Session, name: string, bytes: Buffer): Promise<void> {
+async function fileIn(at: ProxiedSession, name: string, bytes: Buffer): Promise<void> {
   await writeFile(join(at.cwd, name), bytes);
 }
 
-/** The bytes a share link serves. */
-async function download(url: string): Promise<Buffer> {
-  const response = await fetch(url);
-  expect(response.status).toBe(200);
-  return Buffer.from(await response.arrayBuffer());
-}
-
 /** The session's files, as `GET /v1/files` lists them. */
-async function listed(at: Session): Promise<unknown> {
+async function listed(at: ProxiedSession): Promise<unknown> {
   const answer = await suite.api(at.token, "GET", "/v1/files");
   expect(answer.status).toBe(200);
   return answer.body;
@@ -137,44 +81,16 @@ describe.each([0, 1])("the POSIX shim's one-request send (shell %i)", (index) =>
     expect(sha256(await download(fromShell.url))).toBe(sha256(bytes));
   });
 
-  it("sends a file of exactly the limit in one request, and again as a dedup hit", async () => {
-    const at = await session();
-    const bytes = randomBytes(SINGLE_UPLOAD_MAX_BYTES);
-    await fileIn(at, "again.bin", bytes);
-    const first = await run(shell(), ["send", "--json", "again.bin"], at);
-    expect(first.requests).toEqual(ONE_REQUEST);
-    const sent = sentLine(first.result);
-    expect(sent).toMatchObject({ deduped: false, uploadedBytes: SINGLE_UPLOAD_MAX_BYTES });
-
-    const again = await run(shell(), ["send", "--json", "again.bin"], at);
-    expect(again.requests).toEqual(ONE_REQUEST);
-    const hit = sentLine(again.result);
-    expect(hit).toMatchObject({
-      name: "again.bin",
-      size: bytes.length,
-      sha256: sha256(bytes),
-      status: "verified",
-      deduped: true,
-      uploadedBytes: 0,
-    });
-    expect(hit.fileId).not.toBe(sent.fileId);
-    expect(sha256(await download(hit.url))).toBe(sha256(bytes));
-
-    const plain = await run(shell(), ["send", "again.bin"], at);
-    expect(plain.requests).toEqual(ONE_REQUEST);
-    expect(plain.result.code).toBe(0);
-    expect(plain.result.stdout).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/d\/\S+\n$/);
-  });
+  it("sends a file of exactly the limit in one request, and again as a dedup hit", () =>
+    expectResentInOneRequest(shell(), (json) =>
+      json ? ["send", "--json", "again.bin"] : ["send", "again.bin"],
+    ));
 
   it("sends a file one byte over the limit by declare, PUT and complete", async () => {
     const at = await session();
     const bytes = randomBytes(SINGLE_UPLOAD_MAX_BYTES + 1);
     await fileIn(at, "big.bin", bytes);
-    const { result, requests } = await run(shell(), ["send", "--json", "big.bin"], at);
-    expect(requests).toEqual(DECLARED);
-    const sent = sentLine(result);
-    expect(sent).toMatchObject({ size: bytes.length, deduped: false, uploadedBytes: bytes.length });
-    expect(sha256(await download(sent.url))).toBe(sha256(bytes));
+    await expectUploaded(await run(shell(), ["send", "--json", "big.bin"], at), DECLARED, bytes);
   });
 
   it("sends a file named - from its bytes, not from standard input", async () => {
@@ -196,12 +112,9 @@ describe("the POSIX shim's one request, retried and refused", () => {
     const at = await session();
     const bytes = randomBytes(16 * 1024);
     await fileIn(at, "retried.bin", bytes);
-    unavailable = 1;
-    const { result, requests } = await run(dash(), ["send", "--json", "retried.bin"], at);
-    expect(requests).toEqual(["POST /v1/single-uploads -> 503", ...ONE_REQUEST]);
-    const sent = sentLine(result);
-    expect(sent).toMatchObject({ deduped: false, uploadedBytes: bytes.length });
-    expect(sha256(await download(sent.url))).toBe(sha256(bytes));
+    faults.unavailable = 1;
+    const ran = await run(dash(), ["send", "--json", "retried.bin"], at);
+    await expectUploaded(ran, ["POST /v1/single-uploads -> 503", ...ONE_REQUEST], bytes);
     expect((await listed(at)) as { files: unknown[] }).toMatchObject({ files: [{ size: 16384 }] });
   });
 
@@ -221,21 +134,8 @@ describe("the POSIX shim's one request, retried and refused", () => {
 });
 
 describe("the POSIX shim and a relay without the one-request route", () => {
-  beforeAll(() => {
-    withoutRoute = true;
-  });
-  afterAll(() => {
-    withoutRoute = false;
-  });
+  asAnOlderRelay();
 
-  it("falls back to declare, PUT and complete", async () => {
-    const at = await session();
-    const bytes = randomBytes(16 * 1024);
-    await fileIn(at, "old-relay.bin", bytes);
-    const { result, requests } = await run(shells[0]!, ["send", "--json", "old-relay.bin"], at);
-    expect(requests).toEqual(["POST /v1/single-uploads -> 404", ...DECLARED]);
-    const sent = sentLine(result);
-    expect(sent).toMatchObject({ size: bytes.length, deduped: false, uploadedBytes: bytes.length });
-    expect(sha256(await download(sent.url))).toBe(sha256(bytes));
-  });
+  it("falls back to declare, PUT and complete", () =>
+    expectFallsBack(shells[0]!, ["send", "--json", "old-relay.bin"], DECLARED));
 });

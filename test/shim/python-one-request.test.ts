@@ -2,23 +2,26 @@
 // (`POST /v1/single-uploads`), as the Node shim does, against the real relay (`wrangler dev`)
 // behind a recording proxy: the requests each run made are asserted exactly.
 import { createHash, randomBytes } from "node:crypto";
-import { mkdtemp, writeFile } from "node:fs/promises";
+import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import type { SendResult } from "../../agent-shim/src/upload/send-result";
-import { SINGLE_UPLOAD_MAX_BYTES } from "../../src/services/single-upload-limit";
-import { relaySuite } from "../support/relay-suite";
-import { startFlakyProxy, type FlakyProxy } from "./flaky-proxy";
-import { failureLine, relayEnv, type ShimResult } from "./run-shim";
+import { failureLine } from "./run-shim";
 import { sentLine } from "./sent-line";
-import { runDriver, shimDrivers, type ShimDriver } from "./shims";
+import { shimDrivers, type ShimDriver } from "./shims";
 import { logText, tempFilesIn } from "./shim-inputs";
+import {
+  ONE_REQUEST,
+  download,
+  expectUploaded,
+  singleUploadProxySuite,
+  type ProxiedSession,
+} from "./single-upload-proxy";
 
 const KiB = 1024;
 const MiB = 1024 * KiB;
 const sha256 = (bytes: Uint8Array) => createHash("sha256").update(bytes).digest("hex");
 
-const ONE_REQUEST = ["POST /v1/single-uploads"];
 /** Probe, declare, PUT (through the relay, r2), complete. */
 const THREE_REQUESTS = [
   "POST /v1/uploads",
@@ -26,78 +29,23 @@ const THREE_REQUESTS = [
   "PUT /v1/blob-uploads/:id",
   "POST /v1/uploads/:id/complete",
 ];
-const NOT_FOUND = {
-  status: 404,
-  body: JSON.stringify({ error: { code: "not_found", message: "no such route" } }),
-};
 
-const suite = relaySuite({}, "airlock-python-one-request-");
+const { suite, faults, session, run, expectResentInOneRequest, asAnOlderRelay, expectFallsBack } =
+  singleUploadProxySuite("airlock-python-one-request-");
 let node: ShimDriver;
 let python: ShimDriver;
-let proxy: FlakyProxy;
-/** While set, the proxy answers `POST /v1/single-uploads` as a relay without the route does. */
-let withoutRoute = false;
-/** How many more `POST /v1/single-uploads` the proxy answers with a 503 of its own. */
-let unavailable = 0;
 
 beforeAll(async () => {
   const drivers = await shimDrivers(suite.dir);
   node = drivers.find((d) => d.name === "node")!;
   python = drivers.find((d) => d.name === "python")!;
-  proxy = await startFlakyProxy(suite.relay.url, (method, path) => {
-    if (method !== "POST" || path !== "/v1/single-uploads") return undefined;
-    if (withoutRoute) return NOT_FOUND;
-    if (unavailable === 0) return undefined;
-    unavailable--;
-    return { status: 503, body: "" };
-  });
 });
-
-afterAll(async () => {
-  await proxy?.stop();
-});
-
-/** A fresh session (its own dedup scope) reached through the proxy, and a work directory. */
-async function session(mint: object = {}) {
-  const { token } = await suite.relay.mintSession(mint);
-  const cwd = await mkdtemp(join(suite.dir, "work-"));
-  return { token, cwd, env: relayEnv(proxy.url, token) };
-}
-
-type Session = Awaited<ReturnType<typeof session>>;
-
-/** The route of a logged request, its ids replaced by `:id`, with the proxy's answer if faked. */
-function route({ request, fault }: FlakyProxy["log"][number]): string {
-  const shape = request
-    .replace(/^(PUT \/v1\/blob-uploads\/).+$/, "$1:id")
-    .replace(/^(POST \/v1\/uploads\/)[^/]+(\/complete)$/, "$1:id$2");
-  return fault === undefined ? shape : `${shape} -> ${fault}`;
-}
-
-/** Runs a shim through the proxy (with `input` on its standard input when given). */
-async function run(
-  driver: ShimDriver,
-  args: string[],
-  at: Session,
-  input?: Buffer,
-): Promise<{ result: ShimResult; requests: string[] }> {
-  const first = proxy.log.length;
-  const result = await runDriver(driver, args, { env: at.env, cwd: at.cwd, home: at.cwd, input });
-  return { result, requests: proxy.log.slice(first).map(route) };
-}
 
 /** Writes `bytes` as `name` in the session's work directory; its path. */
-async function fileIn(at: Session, name: string, bytes: Buffer): Promise<string> {
+async function fileIn(at: ProxiedSession, name: string, bytes: Buffer): Promise<string> {
   const path = join(at.cwd, name);
   await writeFile(path, bytes);
   return path;
-}
-
-/** The bytes a share link serves. */
-async function download(url: string): Promise<Buffer> {
-  const response = await fetch(url);
-  expect(response.status).toBe(200);
-  return Buffer.from(await response.arrayBuffer());
 }
 
 /** `send <file> --json` by both shims, each in a session of its own; both results. */
@@ -148,62 +96,24 @@ describe("the Python shim's one-request send", () => {
     expect(sha256(await download(fromPython.sent.url))).toBe(sha256(bytes));
   });
 
-  it("sends the same file again as a dedup hit in one request, nothing uploaded", async () => {
-    const at = await session();
-    const bytes = randomBytes(SINGLE_UPLOAD_MAX_BYTES);
-    const path = await fileIn(at, "again.bin", bytes);
-    const first = await run(python, ["send", path, "--json"], at);
-    expect(first.requests).toEqual(ONE_REQUEST);
-    const sent = sentLine(first.result);
-    expect(sent).toMatchObject({ deduped: false, uploadedBytes: SINGLE_UPLOAD_MAX_BYTES });
-
-    const again = await run(python, ["send", path, "--json"], at);
-    expect(again.requests).toEqual(ONE_REQUEST);
-    const hit = sentLine(again.result);
-    expect(hit).toMatchObject({
-      name: "again.bin",
-      size: bytes.length,
-      sha256: sha256(bytes),
-      status: "verified",
-      deduped: true,
-      uploadedBytes: 0,
-    });
-    expect(hit.fileId).not.toBe(sent.fileId);
-    expect(sha256(await download(hit.url))).toBe(sha256(bytes));
-
-    const plain = await run(python, ["send", path], at);
-    expect(plain.requests).toEqual(ONE_REQUEST);
-    expect(plain.result.code).toBe(0);
-    expect(plain.result.stdout).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/d\/\S+\n$/);
-  });
+  it("sends the same file again as a dedup hit in one request, nothing uploaded", () =>
+    expectResentInOneRequest(python, (json) =>
+      json ? ["send", "again.bin", "--json"] : ["send", "again.bin"],
+    ));
 
   it("sends a file over the limit the three-request way", async () => {
     const at = await session();
     const bytes = randomBytes(2 * MiB);
-    const { result, requests } = await run(
-      python,
-      ["send", await fileIn(at, "big.bin", bytes), "--json"],
-      at,
-    );
-    expect(requests).toEqual(THREE_REQUESTS);
-    const sent = sentLine(result);
-    expect(sent).toMatchObject({ size: bytes.length, deduped: false, uploadedBytes: bytes.length });
-    expect(sha256(await download(sent.url))).toBe(sha256(bytes));
+    const ran = await run(python, ["send", await fileIn(at, "big.bin", bytes), "--json"], at);
+    await expectUploaded(ran, THREE_REQUESTS, bytes);
   });
 
   it("asks again after a 503, as for any request to the relay", async () => {
     const at = await session();
     const bytes = randomBytes(16 * KiB);
-    unavailable = 1;
-    const { result, requests } = await run(
-      python,
-      ["send", await fileIn(at, "retried.bin", bytes), "--json"],
-      at,
-    );
-    expect(requests).toEqual(["POST /v1/single-uploads -> 503", ...ONE_REQUEST]);
-    const sent = sentLine(result);
-    expect(sent).toMatchObject({ deduped: false, uploadedBytes: bytes.length });
-    expect(sha256(await download(sent.url))).toBe(sha256(bytes));
+    faults.unavailable = 1;
+    const ran = await run(python, ["send", await fileIn(at, "retried.bin", bytes), "--json"], at);
+    await expectUploaded(ran, ["POST /v1/single-uploads -> 503", ...ONE_REQUEST], bytes);
   });
 
   it("sends a small standard input in one request, byte-exact", async () => {
@@ -225,26 +135,10 @@ describe("the Python shim's one-request send", () => {
 });
 
 describe("the Python shim and a relay without the one-request route", () => {
-  beforeAll(() => {
-    withoutRoute = true;
-  });
-  afterAll(() => {
-    withoutRoute = false;
-  });
+  asAnOlderRelay();
 
-  it("falls back to declare, PUT and complete for a file", async () => {
-    const at = await session();
-    const bytes = randomBytes(16 * KiB);
-    const { result, requests } = await run(
-      python,
-      ["send", await fileIn(at, "old-relay.bin", bytes), "--json"],
-      at,
-    );
-    expect(requests).toEqual(["POST /v1/single-uploads -> 404", ...THREE_REQUESTS]);
-    const sent = sentLine(result);
-    expect(sent).toMatchObject({ size: bytes.length, deduped: false, uploadedBytes: bytes.length });
-    expect(sha256(await download(sent.url))).toBe(sha256(bytes));
-  });
+  it("falls back to declare, PUT and complete for a file", () =>
+    expectFallsBack(python, ["send", "old-relay.bin", "--json"], THREE_REQUESTS));
 
   it("falls back to declare, PUT and complete for standard input", async () => {
     const at = await session();
