@@ -58,8 +58,13 @@ export async function findLiveBlob(
  * scope may change with it. `scope` and `now` are SQL (a parameter or a subquery).
  */
 export function heldFilesJoin(scope: string, now: string): string {
-  return `JOIN files f ON f.sha256 = b.sha256 AND f.scope = ${scope} AND f.verified = 1
-                     AND f.deleted_at IS NULL AND f.expires_at > ${now}`;
+  return `JOIN files f ON ${heldFileOfBlob(scope, now)}`;
+}
+
+/** Of files `f` and blobs `b`: `f` is a live, verified file of the blob's content held by `scope`. */
+export function heldFileOfBlob(scope: string, now: string): string {
+  return `f.sha256 = b.sha256 AND f.scope = ${scope} AND f.verified = 1
+          AND f.deleted_at IS NULL AND f.expires_at > ${now}`;
 }
 
 export const NEWEST_HELD_FILE = "ORDER BY f.expires_at DESC, f.id LIMIT 1";

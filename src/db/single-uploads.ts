@@ -1,4 +1,4 @@
-import { blobValues, heldFilesJoin, NEWEST_HELD_FILE, type Blob } from "./blobs";
+import { blobValues, heldFileOfBlob, heldFilesJoin, NEWEST_HELD_FILE, type Blob } from "./blobs";
 import {
   FILE_COLUMNS,
   isIdempotencyKeyTaken,
@@ -57,8 +57,7 @@ const callerScope = `(SELECT ${SESSION_SCOPE_SQL} ${sessionRow})`;
  */
 const callerMayDeclare = `EXISTS (SELECT 1 ${sessionRow} AND revoked_at IS NULL AND expires_at > ?2
                                     AND ?4 <= quota_bytes AND ?4 <= ?5)`;
-const scopeFilesHold = `EXISTS (SELECT 1 FROM files f WHERE f.scope = ${callerScope} AND f.sha256 = ?3
-                          AND f.verified = 1 AND f.deleted_at IS NULL AND f.expires_at > ?2)`;
+const scopeFilesHold = `EXISTS (SELECT 1 FROM files f WHERE ${heldFileOfBlob(callerScope, "?2")})`;
 /** A live blob of the content, which the scope holds in a live, verified file (`findContentHeldByScope`). */
 const heldBlob = `b.sha256 = ?3 AND b.expires_at > ?2 AND ${scopeFilesHold}`;
 const fitsQuota = `${sessionUsageSql()} + ?4 <= (SELECT quota_bytes ${sessionRow})`;

@@ -126,7 +126,7 @@ export class S3BlobStore implements BlobStore {
         ...(contentType ? { "content-type": contentType } : {}),
       });
     } catch (error) {
-      if (/NoSuchKey/.test(String(error))) return false; // deleted since the HEAD
+      if (error instanceof S3CopyError && error.code === "NoSuchKey") return false; // deleted since the HEAD
       throw error;
     }
     return true;
@@ -171,7 +171,10 @@ export class S3BlobStore implements BlobStore {
     const answer = await response.text();
     if (!response.ok || answer.includes("<Error>")) {
       const code = s3ErrorCodeIn(answer, response.status);
-      throw new Error(`S3 copy of ${fromKey} to ${toKey} failed: ${response.status} ${code}`);
+      throw new S3CopyError(
+        `S3 copy of ${fromKey} to ${toKey} failed: ${response.status} ${code}`,
+        code,
+      );
     }
   }
 
@@ -179,6 +182,16 @@ export class S3BlobStore implements BlobStore {
     const response = await this.http.send("DELETE", key);
     if (!response.ok && response.status !== 404)
       throw new Error(`S3 DELETE ${key} failed: ${response.status}`);
+  }
+}
+
+/** A CopyObject S3 refused, with S3's error code. */
+class S3CopyError extends Error {
+  constructor(
+    message: string,
+    readonly code: string,
+  ) {
+    super(message);
   }
 }
 

@@ -2,36 +2,14 @@
 // run under dash and busybox sh against the real relay (`wrangler dev`).
 import { spawn, spawnSync } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
-import { existsSync } from "node:fs";
 import { mkdir, mkdtemp, readFile, readdir, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { delimiter, join } from "node:path";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { freePort, startRelay, type RunningRelay } from "../support/relay";
-import { busyboxOnlyPath } from "./shims";
+import { busyboxOnlyPath, required } from "./shims";
 
 const sha256 = (bytes: Uint8Array) => createHash("sha256").update(bytes).digest("hex");
-
-/** Where a program is on PATH, or undefined. */
-function which(program: string): string | undefined {
-  for (const dir of (process.env.PATH ?? "").split(delimiter)) {
-    const path = join(dir, program);
-    if (dir && existsSync(path)) return path;
-  }
-  return undefined;
-}
-
-/** Required, never skipped: CI installs them (.ci/run). */
-function required(program: string): string {
-  const path = which(program);
-  if (!path) {
-    throw new Error(
-      `${program} is not installed; the POSIX shim tests need it: ` +
-        "apt-get update && apt-get install -y dash busybox",
-    );
-  }
-  return path;
-}
 
 interface Shell {
   name: string;

@@ -10,7 +10,7 @@ import type { SendResult } from "../../agent-shim/src/upload/send-result";
 import { SINGLE_UPLOAD_MAX_BYTES } from "../../src/services/single-upload-limit";
 import { failureLine } from "./run-shim";
 import { sentLine } from "./sent-line";
-import { POSIX_SHIM, busyboxOnlyPath, shimDrivers, which, type ShimDriver } from "./shims";
+import { POSIX_SHIM, busyboxOnlyPath, required, shimDrivers, type ShimDriver } from "./shims";
 import {
   ONE_REQUEST,
   download,
@@ -34,10 +34,8 @@ beforeAll(async () => {
   const drivers = await shimDrivers(suite.dir);
   node = drivers.find((d) => d.name === "node")!;
   const dash = drivers.find((d) => d.name === "posix")!;
-  const busybox = which("busybox");
-  const curl = which("curl");
-  if (!busybox || !curl) throw new Error("busybox and curl are required (npm test installs them)");
-  const bin = await busyboxOnlyPath(suite.dir, busybox, curl);
+  const busybox = required("busybox");
+  const bin = await busyboxOnlyPath(suite.dir, busybox, required("curl"));
   shells.push(dash, { ...dash, argv: [busybox, "sh", POSIX_SHIM], path: bin });
 });
 

@@ -38,10 +38,10 @@ export function which(program: string): string | undefined {
   return undefined;
 }
 
-/** Required, never skipped. */
-function required(program: string): string {
+/** Required, never skipped: `npm test` installs the Debian tools (scripts/ensure-test-tools.mjs). */
+export function required(program: string): string {
   const path = which(program);
-  if (!path) throw new Error(`${program} is not installed; the shim contract suite needs it`);
+  if (!path) throw new Error(`${program} is not installed; the shim tests need it`);
   return path;
 }
 
