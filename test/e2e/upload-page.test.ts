@@ -63,8 +63,10 @@ describe("the upload page in a real browser (Debian chromium under playwright-co
   const shimEnv = (url = proxy.url) => ({ AIRLOCK_URL: url, AIRLOCK_TOKEN: token });
 
   /** `airlock request … --json` through the proxy, as an agent would run it. */
-  async function request(args: string[] = []): Promise<CreatedRequest> {
-    const result = await runShim(["request", ...args, "--json"], { env: shimEnv() });
+  async function request(args: string[] = [], as = token): Promise<CreatedRequest> {
+    const result = await runShim(["request", ...args, "--json"], {
+      env: { ...shimEnv(), AIRLOCK_TOKEN: as },
+    });
     expect(result.code, result.stderr).toBe(0);
     const created = JSON.parse(result.stdout) as CreatedRequest;
     expect(created.url.startsWith(`${proxy.url}/u/`)).toBe(true);
@@ -72,9 +74,11 @@ describe("the upload page in a real browser (Debian chromium under playwright-co
   }
 
   /** `airlock pull --json` into a fresh directory; returns the written files' bytes by name. */
-  async function pull(): Promise<Map<string, Buffer>> {
+  async function pull(as = token): Promise<Map<string, Buffer>> {
     const into = await mkdtemp(join(dir, "pulled-"));
-    const result = await runShim(["pull", "--dir", into, "--json"], { env: shimEnv(relay.url) });
+    const result = await runShim(["pull", "--dir", into, "--json"], {
+      env: { ...shimEnv(relay.url), AIRLOCK_TOKEN: as },
+    });
     expect(result.code, result.stderr).toBe(0);
     const files = new Map<string, Buffer>();
     for (const name of await readdir(into)) files.set(name, await readFile(join(into, name)));
@@ -159,10 +163,19 @@ describe("the upload page in a real browser (Debian chromium under playwright-co
         fault: { kind: "status", status: 503 },
         times: Infinity,
       });
+      // Part 1 arrives late, as on a busy machine: the reload must still wait until it is stored.
+      proxy.inject({
+        method: "PUT",
+        path: /\/parts\/1$/,
+        fault: { kind: "stall", ms: 2000 },
+        times: 1,
+      });
       const page = await open(created.url);
+      // Only this upload's requests: the proxy also recorded the earlier tests' parts.
+      const start = proxy.requests.length;
       await page.setInputFiles("#file", path);
       const stored = (n: number) =>
-        proxy.requests.some((r) => r.path.endsWith(`/parts/${n}`) && r.status === 204);
+        proxy.requests.slice(start).some((r) => r.path.endsWith(`/parts/${n}`) && r.status === 204);
       while (!(stored(1) && stored(3))) await new Promise((r) => setTimeout(r, 200));
       await page.locator("#status", { hasText: /part 2; trying again/ }).waitFor();
 
@@ -233,7 +246,9 @@ describe("the upload page in a real browser (Debian chromium under playwright-co
   });
 
   it("refuses a file over --max-bytes in the page and by curl, storing nothing", async () => {
-    const created = await request(["--max-bytes", "1M"]);
+    // A session of its own: its inbox holds only what this test stores.
+    const own = (await relay.mintSession()).token;
+    const created = await request(["--max-bytes", "1M"], own);
     const big = randomBytes(2 * 1024 * 1024);
     const path = join(dir, "too-big.bin");
     await writeFile(path, big);
@@ -256,7 +271,7 @@ describe("the upload page in a real browser (Debian chromium under playwright-co
         message: `the file is ${big.byteLength} bytes; this upload link takes at most 1048576 bytes`,
       },
     });
-    expect((await pull()).size).toBe(0);
+    expect((await pull(own)).size).toBe(0);
     // Still open: the refusal used nothing up.
     await (await open(created.url)).close();
   });
