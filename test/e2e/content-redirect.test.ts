@@ -10,6 +10,7 @@ import { prepareShim, relayEnv, runShim } from "../shim/run-shim";
 import { runDriver, shimDrivers, type ShimDriver } from "../shim/shims";
 import { startRelay, type RunningRelay } from "../support/relay";
 import { s3Vars } from "../support/s3-vars";
+import { SNIFF_BYTES } from "../../src/content/magic-bytes";
 
 const MiB = 1024 * 1024;
 const sha256 = (bytes: Uint8Array) => createHash("sha256").update(bytes).digest("hex");
@@ -47,6 +48,7 @@ describe("GET /v1/files/:id/content on s3 (wrangler dev, strict S3)", () => {
     drivers = await shimDrivers(dir);
     await writeFile(join(dir, "big.bin"), bytes);
     ({ token } = await relay.mintSession());
+    const beforeSend = store.requests.length;
     const sent = await runShim(["send", "big.bin", "--wait", "--json"], {
       cwd: dir,
       env: relayEnv(relay.url, token),
@@ -57,6 +59,7 @@ describe("GET /v1/files/:id/content on s3 (wrangler dev, strict S3)", () => {
     const record = JSON.parse(sent.stdout.trim()) as { fileId: string; status: string };
     expect(record.status).toBe("verified");
     fileId = record.fileId;
+    await settled(beforeSend);
   }, 180_000);
 
   afterAll(async () => {
@@ -66,6 +69,24 @@ describe("GET /v1/files/:id/content on s3 (wrangler dev, strict S3)", () => {
     await s3?.stop();
     if (dir) await rm(dir, { recursive: true, force: true });
   });
+
+  /**
+   * Waits for the verify queue to settle a file stored since `since`: its last store read is
+   * the sniff of the file's head (src/services/archive-listing.ts), in the relay's own request.
+   * Until then that read could land in a later test's watch.
+   */
+  async function settled(since: number): Promise<void> {
+    const sniff = `bytes=0-${SNIFF_BYTES - 1}`;
+    const deadline = Date.now() + 60_000;
+    while (
+      !store.requests
+        .slice(since)
+        .some((r) => r.method === "GET" && !r.presigned && r.range === sniff && r.status === 206)
+    ) {
+      if (Date.now() > deadline) throw new Error("the verify queue never settled the file");
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
 
   /** What the relay (through `front`) and the store answered while `run` ran. */
   async function watched<T>(run: () => Promise<T>) {

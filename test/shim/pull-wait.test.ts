@@ -1,12 +1,12 @@
 // `airlock pull --wait [--timeout <duration>]` against the real relay (`wrangler dev`), for the
 // Node and the Python shim. A recording proxy sits in front of the relay, so a test knows the
 // shim has already found the inbox empty before it seeds a file through the operator route.
-import { spawn } from "node:child_process";
+import { spawn, type ChildProcess } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
 import { existsSync } from "node:fs";
 import { mkdtemp, readFile, readdir } from "node:fs/promises";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { humanSize } from "../../agent-shim/src/cli/human-size";
 import { relaySuite } from "../support/relay-suite";
 import { startFlakyProxy, type FlakyProxy } from "./flaky-proxy";
@@ -48,12 +48,22 @@ describe.each(["node", "python"] as const)("the %s shim's pull --wait", (name) =
   let sessionId: string;
   let work: string;
 
+  const running = new Set<ChildProcess>();
+
   beforeAll(async () => {
     driver = drivers.find((d) => d.name === name)!;
+    work = await mkdtemp(join(suite.dir, `${name}-`));
+  });
+  // A session per test, and no waiting shim outlives its test: a failed test leaves nothing
+  // in an inbox, and nothing listing one, for the next.
+  beforeEach(async () => {
     const session = await suite.relay.mintSession();
     token = session.token;
     sessionId = session.sessionId;
-    work = await mkdtemp(join(suite.dir, `${name}-`));
+  });
+  afterEach(() => {
+    for (const child of running) child.kill("SIGKILL");
+    running.clear();
   });
 
   const env = () => relayEnv(proxy.url, token);
@@ -68,6 +78,7 @@ describe.each(["node", "python"] as const)("the %s shim's pull --wait", (name) =
       stdio: ["ignore", "pipe", "pipe"],
       timeout: 120_000,
     });
+    running.add(child);
     return { child, done: collectRun(child) };
   };
   const seed = async (seedName: string, bytes: Uint8Array) => {
