@@ -12,6 +12,7 @@ import { pipeline } from "node:stream/promises";
 import { createGzip, gzipSync } from "node:zlib";
 import { DigestStream } from "./digest.js";
 import { CliError, fsError } from "../cli/errors.js";
+import { digestFilePartsAside } from "./part-digests-aside.js";
 import { PartDigestStream } from "./part-digests.js";
 import { sniff, type Sniffed } from "./sniff.js";
 import { releaseTemp, tempPath } from "./temp-files.js";
@@ -103,20 +104,23 @@ function readFully(fd: number, buffer: Buffer): number {
 
 /**
  * Pass 1: SHA-256 and size of the whole file, in flat memory; given `partSize`, the SHA-256 of
- * each part as well (a file sent as it is, large enough to go up in parts).
+ * each part as well (a file sent as it is, large enough to go up in parts), on another thread.
  */
 export async function hashFile(path: string, partSize?: number): Promise<Hashed> {
   const digest = new DigestStream();
-  const parts = partSize === undefined ? undefined : new PartDigestStream(partSize);
+  const parts = partSize === undefined ? undefined : digestFilePartsAside(path, partSize);
   const drain = async (chunks: AsyncIterable<Buffer>) => {
-    // Drained: the digests are all this pass wants.
+    // Drained: the digest is all this pass wants.
     for await (const chunk of chunks) void chunk;
   };
-  await readingFile(path, (input) =>
-    parts ? pipeline(input, digest, parts, drain) : pipeline(input, digest, drain),
-  );
+  try {
+    await readingFile(path, (input) => pipeline(input, digest, drain));
+  } catch (err) {
+    parts?.stop();
+    throw err;
+  }
   const hashed: Hashed = { size: digest.bytes, sha256: digest.hex() };
-  if (parts) hashed.partSha256 = parts.parts.finish();
+  if (parts) hashed.partSha256 = await parts.digests;
   return hashed;
 }
 
