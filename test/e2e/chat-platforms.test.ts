@@ -97,7 +97,17 @@ describe("chat platforms through wrangler dev, driven by the shim", () => {
     expect(sent.stderr).toContain("destination_not_allowed");
   });
 
+  /**
+   * A session of the test's own, newest bound to `chat`, so the chat's attachments go to it: a
+   * fetch that lands late cannot reach another test's inbox.
+   */
+  async function chatSession(): Promise<Record<string, string>> {
+    const session = await relay.mintSession({ destinations: [`telegram:${chat}`] });
+    return relayEnv(relay.url, session.token);
+  }
+
   it("takes a person's attachment from the webhook to a file on disk with `airlock pull`", async () => {
+    const own = await chatSession();
     const bytes = randomBytes(300_000);
     const ref = fakes.telegram.addFile({
       name: "dataset.csv",
@@ -124,21 +134,23 @@ describe("chat platforms through wrangler dev, driven by the shim", () => {
     expect(hook.status).toBe(200);
 
     const uploads = join(dir, "uploads");
-    let pulled = await runShim(["pull", "--dir", uploads], { env });
-    for (let i = 0; i < 40 && pulled.stdout === ""; i++) {
+    let pulled = await runShim(["pull", "--dir", uploads], { env: own });
+    const deadline = Date.now() + 60_000;
+    while (pulled.stdout === "" && Date.now() < deadline) {
       await new Promise((resolve) => setTimeout(resolve, 250)); // the relay fetches in the background
-      pulled = await runShim(["pull", "--dir", uploads], { env });
+      pulled = await runShim(["pull", "--dir", uploads], { env: own });
     }
     expect(pulled.code).toBe(0);
     const path = join(uploads, "dataset.csv");
     expect(pulled.stdout.trim()).toBe(`[User uploaded: dataset.csv (300 KB) at ${path}]`);
     expect(sha256(await readFile(path))).toBe(sha256(bytes));
     expect(await readdir(uploads)).toEqual(["dataset.csv"]);
-    const again = await runShim(["pull", "--dir", uploads], { env });
+    const again = await runShim(["pull", "--dir", uploads], { env: own });
     expect(again.stdout).toBe("");
-  });
+  }, 120_000);
 
   it("refuses a forged webhook with 401 and nothing reaches the inbox", async () => {
+    const own = await chatSession();
     const ref = fakes.telegram.addFile({ name: "forged.bin", data: randomBytes(10) });
     const hook = await fetch(`${relay.url}/webhooks/telegram`, {
       method: "POST",
@@ -154,7 +166,7 @@ describe("chat platforms through wrangler dev, driven by the shim", () => {
       }),
     });
     expect(hook.status).toBe(401);
-    const pulled = await runShim(["pull", "--dir", join(dir, "forged"), "--json"], { env });
+    const pulled = await runShim(["pull", "--dir", join(dir, "forged"), "--json"], { env: own });
     expect(pulled.stdout).toBe("");
   });
 

@@ -242,6 +242,7 @@ describe.each(["node", "python", "posix"] as const)("the %s shim against the rel
   it("prints --json lines with the same fields (the POSIX shim: send's alone)", async () => {
     const bytes = randomBytes(5000);
     await writeFile(join(work, "fields.bin"), bytes);
+    await drainInbox();
     await seed("fields.bin", bytes);
     const dir = join(work, "json-inbox");
     const sent = await sendJson("fields.bin");

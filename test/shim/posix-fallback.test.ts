@@ -250,10 +250,13 @@ describe.each(SHELLS.map((name, index) => ({ name, index })))(
     });
 
     it("pulls a UTF-8 name and creates a missing --dir", async () => {
+      // A session of its own: what an earlier test left in the shared inbox would be pulled too.
+      const own = await relay.mintSession();
+      const ownEnv = { AIRLOCK_TOKEN: own.token };
       const dir = join(work, "new", "dir");
       const bytes = randomBytes(1000);
-      await seed(sessionId, "données été.csv", bytes);
-      const result = await airlock(["pull", `--dir=${dir}`]);
+      await seed(own.sessionId, "données été.csv", bytes);
+      const result = await airlock(["pull", `--dir=${dir}`], ownEnv);
       expect(result.stderr).toBe("");
       expect(result.stdout).toBe(
         `[User uploaded: données été.csv (1.0 KB) at ${join(dir, "données été.csv")}]\n`,
@@ -262,8 +265,8 @@ describe.each(SHELLS.map((name, index) => ({ name, index })))(
       expect(sha256(await readFile(join(dir, "données été.csv")))).toBe(sha256(bytes));
 
       // A bidi override (the name would read as "evilexe.txt") is dropped, as the Node shim does.
-      await seed(sessionId, "evil\u202etxt.exe", bytes);
-      const bidi = await airlock(["pull", `--dir=${dir}`]);
+      await seed(own.sessionId, "evil\u202etxt.exe", bytes);
+      const bidi = await airlock(["pull", `--dir=${dir}`], ownEnv);
       expect(bidi.stdout).toBe(
         `[User uploaded: eviltxt.exe (1.0 KB) at ${join(dir, "eviltxt.exe")}]\n`,
       );
