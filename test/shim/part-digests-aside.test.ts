@@ -10,6 +10,7 @@ import {
 } from "../../agent-shim/src/upload/part-digests-aside";
 import { PartDigests } from "../../agent-shim/src/upload/part-digests";
 import { RUNTIMES, prepareShim } from "./run-shim";
+import { processEnv } from "./shims";
 
 // The part digests a send takes on a worker thread match the ones the streaming pass takes.
 describe("digestFilePartsAside", () => {
@@ -48,7 +49,7 @@ describe("digestFilePartsAside", () => {
       "new Worker(process.env.SOURCE, { eval: true, workerData: JSON.parse(process.env.DATA) })" +
       '.once("message", (found) => console.log(JSON.stringify(found)));';
     const out = execFileSync(node, ["-e", script], {
-      env: { SOURCE: WORKER_SOURCE, DATA: JSON.stringify({ path, partSize: PART }) },
+      env: processEnv({ SOURCE: WORKER_SOURCE, DATA: JSON.stringify({ path, partSize: PART }) }),
       encoding: "utf8",
     });
     const streamed = new PartDigests(PART);
