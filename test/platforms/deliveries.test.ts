@@ -30,10 +30,14 @@ async function setup(overrides = {}) {
 const decode = (base64: string | undefined) =>
   Uint8Array.from(atob(base64 ?? ""), (c) => c.charCodeAt(0));
 
-/** The fake Telegram refuses the next sendDocument with a 400 and `reason`. */
-function refuseNextTelegramDocument(reason = "not enough rights") {
+/**
+ * The fake Telegram refuses the next sendDocument to `chat` with a 400 and `reason`. Scoped to the test's
+ * own chat: the fake is shared with test files running at the same time, whose sendDocument must not take it.
+ */
+function refuseNextTelegramDocument(chat: string, reason = "not enough rights") {
   return fakes.fault("telegram", {
     method: "sendDocument",
+    match: { fields: { chat_id: chat } },
     times: 1,
     response: {
       status: 400,
@@ -118,6 +122,7 @@ describe("delivery to Telegram", () => {
     const file = await upload(client, token, randomBytes(3000), "r.bin");
     await fakes.fault("telegram", {
       method: "sendDocument",
+      match: { fields: { chat_id: chats.telegram } },
       times: 1,
       response: {
         status: 429,
@@ -141,7 +146,7 @@ describe("delivery to Telegram", () => {
   it("reports a refusal as 502 delivery_failed with the platform's reason, and records it", async () => {
     const { client, token, chats, deliver } = await setup();
     const file = await upload(client, token, randomBytes(100), "x.bin");
-    await refuseNextTelegramDocument("chat not found");
+    await refuseNextTelegramDocument(chats.telegram, "chat not found");
     const refused = await errorOf(await deliver(file.fileId, { to: `telegram:${chats.telegram}` }));
     expect(refused).toMatchObject({ status: 502, code: "delivery_failed" });
     expect(refused.message).toContain("chat not found");
@@ -199,7 +204,7 @@ describe("delivery to Telegram", () => {
     const { client, token, chats, deliver } = await setup();
     const file = await upload(client, token, randomBytes(220), "failed.bin");
     const other = await upload(client, token, randomBytes(230), "other.bin");
-    await refuseNextTelegramDocument();
+    await refuseNextTelegramDocument(chats.telegram);
     const to = `telegram:${chats.telegram}`;
     expect((await deliver(file.fileId, { to }, "key-4")).status).toBe(502);
     const refused = await errorOf(await deliver(other.fileId, { to }, "key-4"));
@@ -217,7 +222,7 @@ describe("delivery to Telegram", () => {
   it("tries again under the same Idempotency-Key after a failed attempt", async () => {
     const { client, token, chats, deliver } = await setup();
     const file = await upload(client, token, randomBytes(300), "again.bin");
-    await refuseNextTelegramDocument();
+    await refuseNextTelegramDocument(chats.telegram);
     const to = `telegram:${chats.telegram}`;
     expect((await deliver(file.fileId, { to }, "key-2")).status).toBe(502);
     const second = await deliver(file.fileId, { to }, "key-2");

@@ -137,8 +137,10 @@ describe("receiving from Telegram", () => {
     const { token } = await sessionFor(`telegram:${chat}`);
     const bytes = randomBytes(1000);
     const ref = await fakes.addFile<TelegramRef>("telegram", "flaky.bin", bytes);
+    // Each fault names its own file's path: the fake is shared with test files running at the same time.
     await fakes.fault("telegram", {
       method: "file",
+      match: { path: ref.file_path },
       times: 1,
       response: { status: 502, body: "bad gateway" },
     });
@@ -148,6 +150,7 @@ describe("receiving from Telegram", () => {
     const second = await fakes.addFile<TelegramRef>("telegram", "later.bin", bytes.slice(0, 500));
     await fakes.fault("telegram", {
       method: "file",
+      match: { path: second.file_path },
       times: 3,
       response: { status: 500, body: "down" },
     });
@@ -173,6 +176,7 @@ describe("receiving from Telegram", () => {
     const flaky = await fakes.addFile<TelegramRef>("telegram", "flaky.bin", bytes);
     await fakes.fault("telegram", {
       method: "file",
+      match: { path: flaky.file_path },
       times: 1,
       response: { status: 503, body: "unavailable" },
     });
