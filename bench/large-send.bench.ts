@@ -178,7 +178,7 @@ async function main(): Promise<void> {
       ...(stepRows.length > 0
         ? [
             "",
-            `The shim's steps by hand (medians; first pass = a fresh node process hashing the file whole and per part; part PUTs by curl --parallel, ${CURL_PARTS_IN_FLIGHT} in flight):`,
+            `The shim's steps by hand (medians; first pass = a fresh node process hashing the file whole, a worker per part; part PUTs by curl --parallel, ${CURL_PARTS_IN_FLIGHT} in flight):`,
             "",
             "| size | first pass | probe + declare | part PUTs | complete | sum (median of the runs' sums) | airlock send (median) |",
             "| --- | --- | --- | --- | --- | --- | --- |",

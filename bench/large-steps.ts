@@ -1,12 +1,13 @@
 /**
  * Where a large send's time goes, step by step, done by hand the way the shim does it: a fresh
- * node process reads the file once for its SHA-256 and its part digests (the shim's first pass,
- * start-up included), the probe and the multipart declaration, the part PUTs by `curl
+ * node process hashes the file whole while a worker takes its part digests (the shim's first
+ * pass, start-up included), the probe and the multipart declaration, the part PUTs by `curl
  * --parallel`, then `complete` (the store assembles the parts).
  */
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
+import { WORKER_SOURCE } from "../agent-shim/src/upload/part-digests-aside";
 import { partSizeFor } from "../src/part-plan";
 import { curlPartsConfig, cutParts } from "./baselines";
 import type { Meter } from "./measure";
@@ -20,26 +21,22 @@ export interface Steps {
   complete: number;
 }
 
-/** The shim's first pass in a node process of its own: whole-file and per-part SHA-256. */
+/**
+ * The shim's first pass in a node process of its own: the whole file's SHA-256 here, its part
+ * digests on a worker running the shim's own worker source (`PART_DIGESTS_WORKER`).
+ */
 const FIRST_PASS = `
 const { createHash } = require("node:crypto");
-const partSize = Number(process.argv[2]);
+const { Worker } = require("node:worker_threads");
+const [path, partSize] = [process.argv[1], Number(process.argv[2])];
+const parts = new Promise((resolve, reject) =>
+  new Worker(process.env.PART_DIGESTS_WORKER, { eval: true, workerData: { path, partSize } })
+    .once("message", resolve)
+    .once("error", reject));
 const whole = createHash("sha256");
-let part = createHash("sha256");
-let filled = 0;
-const parts = [];
-require("node:fs").createReadStream(process.argv[1])
-  .on("data", (chunk) => {
-    whole.update(chunk);
-    for (let at = 0; at < chunk.length;) {
-      const take = Math.min(partSize - filled, chunk.length - at);
-      part.update(chunk.subarray(at, at + take));
-      filled += take;
-      at += take;
-      if (filled === partSize) { parts.push(part.digest("hex")); part = createHash("sha256"); filled = 0; }
-    }
-  })
-  .on("end", () => console.log(whole.digest("hex"), parts.length + (filled > 0 ? 1 : 0)));
+require("node:fs").createReadStream(path)
+  .on("data", (chunk) => whole.update(chunk))
+  .on("end", async () => console.log(whole.digest("hex"), (await parts).length));
 `;
 
 export async function sendBySteps(
@@ -51,7 +48,9 @@ export async function sendBySteps(
 ): Promise<Steps> {
   const file = await describe(path, "application/octet-stream");
   const partSize = partSizeFor(file.size);
-  const hash = await meter.run(process.execPath, ["-e", FIRST_PASS, path, String(partSize)]);
+  const hash = await meter.run(process.execPath, ["-e", FIRST_PASS, path, String(partSize)], {
+    env: { ...process.env, PART_DIGESTS_WORKER: WORKER_SOURCE },
+  });
 
   // Part files and their digests are made untimed: the timed hash above stands for them.
   const dir = await mkdtemp(join(tmpDir, "steps-"));
