@@ -1,4 +1,4 @@
-import { Worker } from "node:worker_threads";
+import type { Worker } from "node:worker_threads";
 import { digestFileParts } from "./part-digests.js";
 
 /**
@@ -50,28 +50,40 @@ export interface PartDigestsAside {
  */
 export function digestFilePartsAside(path: string, partSize: number): PartDigestsAside {
   let worker: Worker | undefined;
+  let stopped = false;
   const onThisThread = () => digestFileParts(path, partSize);
-  const digests = new Promise<string[]>((resolve, reject) => {
-    try {
-      worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { path, partSize } });
-    } catch {
-      onThisThread().then(resolve, reject);
-      return;
-    }
-    let answered = false;
-    worker.once("message", (found: string[]) => {
-      answered = true;
-      resolve(found);
+  const stoppedError = () => new Error("the part digest thread was stopped");
+  const onWorker = (threads: typeof import("node:worker_threads")) =>
+    new Promise<string[]>((resolve, reject) => {
+      if (stopped) return reject(stoppedError());
+      try {
+        worker = new threads.Worker(WORKER_SOURCE, { eval: true, workerData: { path, partSize } });
+      } catch {
+        onThisThread().then(resolve, reject);
+        return;
+      }
+      let answered = false;
+      worker.once("message", (found: string[]) => {
+        answered = true;
+        resolve(found);
+      });
+      worker.once("error", () => {
+        answered = true;
+        onThisThread().then(resolve, reject);
+      });
+      worker.once("exit", () => {
+        if (!answered) reject(stoppedError());
+      });
     });
-    worker.once("error", () => {
-      answered = true;
-      onThisThread().then(resolve, reject);
-    });
-    worker.once("exit", () => {
-      if (!answered) reject(new Error("the part digest thread was stopped"));
-    });
-  });
+  // Loaded here, not at start-up: only a large file needs it.
+  const digests = import("node:worker_threads").then(onWorker, onThisThread);
   // Stopped, nobody awaits them.
   digests.catch(() => undefined);
-  return { digests, stop: () => void worker?.terminate() };
+  return {
+    digests,
+    stop: () => {
+      stopped = true;
+      void worker?.terminate();
+    },
+  };
 }
