@@ -35,10 +35,11 @@ export class PlatformFakes {
   }
 
   async fault(name: Name, spec: FaultSpec): Promise<void> {
-    await fetch(`${this.origin(name)}/__control/faults`, {
+    const answer = await fetch(`${this.origin(name)}/__control/faults`, {
       method: "POST",
       body: JSON.stringify(spec),
     });
+    if (!answer.ok) throw new Error(`the fake ${name} refused the fault: ${await answer.text()}`);
   }
 
   /** Registers a file the platform will serve; returns the platform's reference to it. */
