@@ -478,10 +478,7 @@ send_in_one_request() {
   key=$(idempotency_key)
   [ -n "$key" ] && set -- "$@" -H "idempotency-key: $key"
   relay POST "/v1/single-uploads?$query" "upload of $name" "$@"
-  case $STATUS in
-    2??) ;;
-    404) [ "$(json_get "$FLAT" error.code)" = not_found ] && return 1 ;;
-  esac
+  [ "$STATUS" = 404 ] && [ "$(json_get "$FLAT" error.code)" = not_found ] && return 1
   case $STATUS in 2??) ;; *) die "$(refusal "relay refused upload of $name" "$BODY")" ;; esac
   record=
   deduped=false

@@ -5,6 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { shellQuote } from "../../sdk/src/exec/adapters";
 import { TOKEN, startFakeRelay, type FakeRelay } from "./fake-relay";
 import { SHIM, prepareShim, runShim, relayEnv } from "./run-shim";
 
@@ -33,7 +34,7 @@ describe("the progress bar", () => {
     // script(1) runs the shim on a pseudo-terminal, as in an interactive shell.
     const { stdout } = await run(
       "script",
-      ["-qec", [process.execPath, SHIM, "send", path].map(shellQuoted).join(" "), "/dev/null"],
+      ["-qec", [process.execPath, SHIM, "send", path].map(shellQuote).join(" "), "/dev/null"],
       {
         env: { ...process.env, ...env, COLUMNS: "100" },
       },
@@ -51,8 +52,3 @@ describe("the progress bar", () => {
     expect(result.stderr).toBe("");
   });
 });
-
-/** One word for `sh -c` (script runs its command through the shell), whatever it holds. */
-function shellQuoted(word: string): string {
-  return `'${word.replaceAll("'", "'\\''")}'`;
-}
