@@ -22,6 +22,7 @@ import {
   collectToLocalFile,
   pushLocalFile,
   pushStream,
+  shellQuote,
   sshExec,
   type ExecAdapter,
 } from "../sdk/src/node";
@@ -97,8 +98,6 @@ function remote(hop: Hop, command: string): Promise<Buffer> {
   return run("ssh", ["-T", ...hop.common, "-p", String(hop.sshd.port), hop.target, command]);
 }
 
-const quote = (word: string) => `'${word.replace(/'/g, "'\\''")}'`;
-
 /** Moves the file; may return how the bytes went (the exec transport's encoding). */
 /**
  * scp's legacy protocol: a remote `scp` started through the account's shell, as every exec
@@ -133,15 +132,15 @@ const PUSH: Record<string, Method> = {
   },
   async "chunked printf (base64, 60,000 chars a command)"(hop, local, sandbox) {
     const text = (await readFile(local)).toString("base64");
-    await remote(hop, `: > ${quote(`${sandbox}.b64`)}`);
+    await remote(hop, `: > ${shellQuote(`${sandbox}.b64`)}`);
     for (let at = 0; at < text.length; at += PRINTF_CHUNK)
       await remote(
         hop,
-        `printf %s ${quote(text.slice(at, at + PRINTF_CHUNK))} >> ${quote(`${sandbox}.b64`)}`,
+        `printf %s ${shellQuote(text.slice(at, at + PRINTF_CHUNK))} >> ${shellQuote(`${sandbox}.b64`)}`,
       );
     await remote(
       hop,
-      `base64 -d < ${quote(`${sandbox}.b64`)} > ${quote(sandbox)} && rm -f ${quote(`${sandbox}.b64`)}`,
+      `base64 -d < ${shellQuote(`${sandbox}.b64`)} > ${shellQuote(sandbox)} && rm -f ${shellQuote(`${sandbox}.b64`)}`,
     );
   },
   "scp (same ControlMaster)": (hop, local, sandbox) =>
@@ -164,7 +163,7 @@ const COLLECT: Record<string, Method> = {
     return collected.transfer;
   },
   async "one-shot base64"(hop, local, sandbox) {
-    const text = await remote(hop, `base64 < ${quote(sandbox)}`);
+    const text = await remote(hop, `base64 < ${shellQuote(sandbox)}`);
     await writeFile(local, Buffer.from(text.toString(), "base64"));
   },
   "scp (same ControlMaster)": (hop, local, sandbox) =>
