@@ -114,6 +114,37 @@ export async function curlSingleUpload(
   return { ...run, bytesSent: file.size };
 }
 
+// The shim's one request from a bare script in a fresh process: it reads the file whole, hashes
+// it and POSTs it with its declaration, none of the shim's other work (sniffing, gzip's
+// trial, the sent cache, retries, its output line). The floor under any Node client that
+// sends a small file the way issue 14 asks: in one request through the relay.
+const NODE_SINGLE_UPLOAD = `
+const [path, url, token, contentType] = process.argv.slice(1);
+const body = require("node:fs").readFileSync(path);
+const crypto = require("node:crypto");
+const sha256 = crypto.createHash("sha256").update(body).digest("hex");
+const query = new URLSearchParams({ name: require("node:path").basename(path), size: String(body.length), sha256, contentType, encoding: "identity", storedSha256: sha256 });
+const headers = { authorization: "Bearer " + token, "content-type": "application/octet-stream", "content-length": body.length, "idempotency-key": crypto.randomUUID() };
+const request = require("node:http").request(url + "/v1/single-uploads?" + query, { method: "POST", headers }, (response) => {
+  response.resume();
+  if (response.statusCode !== 201) { console.error("status " + response.statusCode); process.exitCode = 1; }
+});
+request.on("error", (error) => { console.error(error.message); process.exitCode = 1; });
+request.end(body);
+`;
+
+/** `NODE_SINGLE_UPLOAD` for an identity file: what the one request costs any Node client. */
+export async function nodeSingleUpload(
+  meter: Meter,
+  session: Session,
+  path: string,
+  contentType: string,
+): Promise<Measured & { bytesSent: number }> {
+  const args = ["-e", NODE_SINGLE_UPLOAD, path, session.url, session.token, contentType];
+  const run = await meter.run(process.execPath, args);
+  return { ...run, bytesSent: (await describe(path, contentType)).size };
+}
+
 /** Hashing alone, as the dedup baseline: GNU `sha256sum`. */
 export function sha256sum(meter: Meter, path: string): Promise<Measured> {
   return meter.run("sha256sum", [path]);
