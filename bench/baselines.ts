@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { mkdtemp, open, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, open, rm, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { partSizeFor } from "../src/part-plan";
 import type { Measured, Meter } from "./measure";
@@ -142,7 +142,7 @@ export async function nodeSingleUpload(
 ): Promise<Measured & { bytesSent: number }> {
   const args = ["-e", NODE_SINGLE_UPLOAD, path, session.url, session.token, contentType];
   const run = await meter.run(process.execPath, args);
-  return { ...run, bytesSent: (await describe(path, contentType)).size };
+  return { ...run, bytesSent: (await stat(path)).size };
 }
 
 /** Hashing alone, as the dedup baseline: GNU `sha256sum`. */

@@ -30,10 +30,7 @@ const client = clientWith();
 
 /** The fake's downloads of one media id (`?mid=`): other files' downloads from the shared fake left out. */
 async function downloadsOf(mediaId: string): Promise<RecordedRequestJson[]> {
-  const all = (await (
-    await fetch(`${whatsappOrigin}/__control/requests?api=download`)
-  ).json()) as RecordedRequestJson[];
-  return all.filter((r) => r.query.mid === mediaId);
+  return (await fakes.requests("whatsapp", "download")).filter((r) => r.query.mid === mediaId);
 }
 
 async function addMedia(name: string, bytes: Uint8Array, contentType: string) {

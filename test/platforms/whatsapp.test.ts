@@ -1,6 +1,6 @@
 import { env } from "cloudflare:test";
 import { describe, expect, inject, it } from "vitest";
-import type { FaultSpec, RecordedRequestJson } from "../fixtures/platforms/recorder";
+import type { RecordedRequestJson } from "../fixtures/platforms/recorder";
 import type { DeliveryRecord } from "../../src/services/deliver";
 import { randomBytes, sha256Hex, TINY_PNG } from "../support/bytes";
 import { PlatformFakes, uniqueChatId } from "../support/platform-fakes";
@@ -9,7 +9,6 @@ import { upload } from "../support/send";
 
 const fakes = new PlatformFakes();
 const urls = inject("platforms");
-const whatsappOrigin = new URL(urls.whatsapp).origin;
 
 function whatsappEnv(overrides: Record<string, string> = {}) {
   return fakes.env(env, {
@@ -23,8 +22,8 @@ function whatsappEnv(overrides: Record<string, string> = {}) {
   });
 }
 
-async function whatsappRequests(api: string): Promise<RecordedRequestJson[]> {
-  return (await fetch(`${whatsappOrigin}/__control/requests?api=${api}`)).json();
+function whatsappRequests(api: string): Promise<RecordedRequestJson[]> {
+  return fakes.requests("whatsapp", api);
 }
 
 async function setup(overrides: Record<string, string> = {}) {
@@ -122,7 +121,7 @@ describe("delivery to WhatsApp", () => {
   it("fails outside the 24-hour window (131047) with a clear reason, recorded failed", async () => {
     const { client, token, chats, deliver } = await setup();
     const file = await upload(client, token, randomBytes(3000), "late.bin");
-    const fault = {
+    await fakes.fault("whatsapp", {
       method: "messages",
       // Only this person's message: the fake is shared with test files running at the same time.
       match: { fields: { to: chats.whatsapp } },
@@ -130,12 +129,7 @@ describe("delivery to WhatsApp", () => {
         status: 400,
         body: { error: { message: "(#131047) Re-engagement message", code: 131047 } },
       },
-    } satisfies FaultSpec;
-    const scripted = await fetch(`${whatsappOrigin}/__control/faults`, {
-      method: "POST",
-      body: JSON.stringify(fault),
     });
-    expect(scripted.status).toBe(200);
     const error = await errorOf(await deliver(file.fileId, { to: `whatsapp:${chats.whatsapp}` }));
     expect(error).toMatchObject({ status: 502, code: "delivery_failed" });
     expect(error.message).toContain(

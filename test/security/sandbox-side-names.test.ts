@@ -6,15 +6,15 @@
 import { spawn, spawnSync } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
 import { existsSync } from "node:fs";
-import { mkdir, mkdtemp, readFile, readdir, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { mkdir, mkdtemp, readFile, readdir } from "node:fs/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { createGzip, gzipSync } from "node:zlib";
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { AirlockClient, type FetchLike } from "../../sdk/src/node";
 import { TOKEN, startFakeRelay, type FakeRelay } from "../shim/fake-relay";
-import { RUNTIMES, SHIM, prepareShim, relayEnv, runShim } from "../shim/run-shim";
+import { RUNTIMES, SHIM, relayEnv, runShim } from "../shim/run-shim";
+import { shimScratchDir } from "../shim/scratch-dir";
 
 const sha256 = (bytes: Uint8Array) => createHash("sha256").update(bytes).digest("hex");
 const MiB = 1024 * 1024;
@@ -103,16 +103,7 @@ const HOSTILE_NAMES = [
   `${"a".repeat(254)} b`,
 ];
 
-let root: string;
-
-beforeAll(async () => {
-  prepareShim();
-  root = await mkdtemp(join(tmpdir(), "airlock-sandbox-names-"));
-});
-
-afterAll(async () => {
-  if (root) await rm(root, { recursive: true, force: true });
-});
+const root = shimScratchDir("airlock-sandbox-names-");
 
 describe.each(RUNTIMES.slice(0, 2))(
   "airlock pull under $name, from a hostile relay",
@@ -123,7 +114,7 @@ describe.each(RUNTIMES.slice(0, 2))(
 
     beforeEach(async () => {
       relay = await startFakeRelay();
-      base = await mkdtemp(join(root, "t-"));
+      base = await mkdtemp(join(root(), "t-"));
       dir = join(base, "sandbox", "uploads");
     });
 
@@ -294,7 +285,7 @@ describe("airlock get --extract from a hostile relay", () => {
 
   beforeEach(async () => {
     relay = await startFakeRelay();
-    base = await mkdtemp(join(root, "g-"));
+    base = await mkdtemp(join(root(), "g-"));
   });
 
   afterEach(async () => {
@@ -326,7 +317,7 @@ describe("airlock.sh pull from a hostile relay", () => {
 
   beforeEach(async () => {
     relay = await startFakeRelay();
-    base = await mkdtemp(join(root, "sh-"));
+    base = await mkdtemp(join(root(), "sh-"));
     dir = join(base, "sandbox", "uploads");
     await mkdir(dir, { recursive: true });
   });
@@ -395,7 +386,7 @@ describe("the SDK's downloads of files the relay names", () => {
   let base: string;
 
   beforeEach(async () => {
-    base = await mkdtemp(join(root, "sdk-"));
+    base = await mkdtemp(join(root(), "sdk-"));
   });
 
   /** A relay answering GET /v1/files/:id and its content for one file with `name`. */

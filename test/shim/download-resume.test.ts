@@ -1,14 +1,14 @@
 import { spawn } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
 import { existsSync, statSync } from "node:fs";
-import { mkdtemp, readFile, readdir, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, readFile, readdir, writeFile } from "node:fs/promises";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { RUNTIMES, SHIM, prepareShim, runShim } from "./run-shim";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { RUNTIMES, SHIM, runShim } from "./run-shim";
+import { shimScratchDir } from "./scratch-dir";
 
 /**
  * `airlock get <shareUrl>` against a share link on 127.0.0.1 that serves a 4 MiB file with
@@ -84,16 +84,7 @@ async function startShareServer(first: FirstGet, honourRange = true): Promise<Sh
   };
 }
 
-let root: string;
-
-beforeAll(async () => {
-  prepareShim();
-  root = await mkdtemp(join(tmpdir(), "airlock-shim-resume-"));
-});
-
-afterAll(async () => {
-  if (root) await rm(root, { recursive: true, force: true });
-});
+const root = shimScratchDir("airlock-shim-resume-");
 
 describe.each(RUNTIMES)("airlock get resumes under $name", ({ node }) => {
   let dir: string;
@@ -102,7 +93,7 @@ describe.each(RUNTIMES)("airlock get resumes under $name", ({ node }) => {
   const get = (args: string[]) => runShim(["get", ...args], { node, cwd: dir, env });
 
   beforeEach(async () => {
-    dir = await mkdtemp(join(root, "t-"));
+    dir = await mkdtemp(join(root(), "t-"));
   });
 
   afterEach(async () => {

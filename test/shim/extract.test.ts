@@ -1,26 +1,17 @@
 import { existsSync } from "node:fs";
-import { mkdir, mkdtemp, readFile, readdir, rm, stat, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { mkdir, mkdtemp, readFile, readdir, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { USAGE } from "../../agent-shim/src/cli/help";
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { TOKEN, startFakeRelay, type FakeRelay } from "./fake-relay";
-import { RUNTIMES, prepareShim, runShim, relayEnv } from "./run-shim";
+import { RUNTIMES, runShim, relayEnv } from "./run-shim";
 import { buildTree, listTree, rawTarGz, systemTar, type RawEntry } from "./tar-trees";
+import { shimScratchDir } from "./scratch-dir";
 
 // `airlock pull --extract` against the fake relay, under every runtime: archives made by GNU tar
 // are extracted; hostile ones are refused whole and stay in the inbox.
 
-let root: string;
-
-beforeAll(async () => {
-  prepareShim();
-  root = await mkdtemp(join(tmpdir(), "airlock-shim-extract-"));
-});
-
-afterAll(async () => {
-  if (root) await rm(root, { recursive: true, force: true });
-});
+const root = shimScratchDir("airlock-shim-extract-");
 
 describe.each(RUNTIMES)("airlock pull --extract under $name", ({ node }) => {
   let relay: FakeRelay;
@@ -30,7 +21,7 @@ describe.each(RUNTIMES)("airlock pull --extract under $name", ({ node }) => {
 
   beforeEach(async () => {
     relay = await startFakeRelay();
-    base = await mkdtemp(join(root, "t-"));
+    base = await mkdtemp(join(root(), "t-"));
     dir = join(base, "sandbox", "uploads");
   });
 

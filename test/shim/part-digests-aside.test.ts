@@ -1,34 +1,27 @@
 import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import {
   WORKER_SOURCE,
   digestFilePartsAside,
 } from "../../agent-shim/src/upload/part-digests-aside";
 import { PartDigests } from "../../agent-shim/src/upload/part-digests";
-import { RUNTIMES, prepareShim } from "./run-shim";
+import { RUNTIMES } from "./run-shim";
+import { shimScratchDir } from "./scratch-dir";
 import { processEnv } from "./shims";
 
 // The part digests a send takes on a worker thread match the ones the streaming pass takes.
 describe("digestFilePartsAside", () => {
-  let dir: string;
-  beforeAll(async () => {
-    prepareShim();
-    dir = await mkdtemp(join(tmpdir(), "airlock-part-digests-"));
-  });
-  afterAll(async () => {
-    if (dir) await rm(dir, { recursive: true, force: true });
-  });
+  const scratch = shimScratchDir("airlock-part-digests-");
 
   const PART = 64 * 1024;
   it.each([0, 1, PART - 1, PART, PART + 1, 3 * PART, 2 * 1024 * 1024 + 17])(
     "a %i-byte file: the same digests as the streaming pass",
     async (size) => {
       const bytes = randomBytes(size);
-      const path = join(dir, `file-${size}.bin`);
+      const path = join(scratch(), `file-${size}.bin`);
       await writeFile(path, bytes);
       const streamed = new PartDigests(PART);
       // Uneven pieces, as a stream hands them over.
@@ -42,7 +35,7 @@ describe("digestFilePartsAside", () => {
   // The fallback would hide a worker that cannot run: the worker's own source is run here.
   it.each(RUNTIMES)("the worker's source runs by itself under $name", async ({ node }) => {
     const bytes = randomBytes(3 * PART + 5);
-    const path = join(dir, "worker.bin");
+    const path = join(scratch(), "worker.bin");
     await writeFile(path, bytes);
     const script =
       'const { Worker } = require("node:worker_threads");' +
@@ -58,14 +51,14 @@ describe("digestFilePartsAside", () => {
   });
 
   it("names a file it cannot read as the other passes do", async () => {
-    const missing = join(dir, "missing.bin");
+    const missing = join(scratch(), "missing.bin");
     await expect(digestFilePartsAside(missing, PART).digests).rejects.toThrow(
       `cannot read ${missing}`,
     );
   });
 
   it("stops when asked, leaving nothing unhandled", async () => {
-    const path = join(dir, "stopped.bin");
+    const path = join(scratch(), "stopped.bin");
     await writeFile(path, randomBytes(4 * 1024 * 1024));
     const aside = digestFilePartsAside(path, PART);
     aside.stop();

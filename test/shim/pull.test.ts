@@ -1,25 +1,16 @@
 import { createHash, randomBytes } from "node:crypto";
 import { existsSync, readFileSync, readdirSync } from "node:fs";
-import { mkdir, mkdtemp, readFile, readdir, rm, stat, symlink, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { mkdir, mkdtemp, readFile, readdir, stat, symlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { TOKEN, startFakeRelay, type FakeRelay } from "./fake-relay";
 import { systemTar } from "./tar-trees";
-import { RUNTIMES, failureLine, prepareShim, runShim, relayEnv } from "./run-shim";
+import { RUNTIMES, failureLine, runShim, relayEnv } from "./run-shim";
+import { shimScratchDir } from "./scratch-dir";
 
 const sha256 = (bytes: Uint8Array) => createHash("sha256").update(bytes).digest("hex");
 
-let root: string;
-
-beforeAll(async () => {
-  prepareShim();
-  root = await mkdtemp(join(tmpdir(), "airlock-shim-pull-"));
-});
-
-afterAll(async () => {
-  if (root) await rm(root, { recursive: true, force: true });
-});
+const root = shimScratchDir("airlock-shim-pull-");
 
 describe.each(RUNTIMES)("airlock pull under $name", ({ node }) => {
   let relay: FakeRelay;
@@ -29,7 +20,7 @@ describe.each(RUNTIMES)("airlock pull under $name", ({ node }) => {
 
   beforeEach(async () => {
     relay = await startFakeRelay();
-    base = await mkdtemp(join(root, "t-"));
+    base = await mkdtemp(join(root(), "t-"));
     dir = join(base, "sandbox", "uploads");
   });
 

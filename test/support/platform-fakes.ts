@@ -2,7 +2,7 @@ import { inject } from "vitest";
 import type { FaultSpec, RecordedRequestJson } from "../fixtures/platforms/recorder";
 import type { Bindings } from "../../src/env";
 
-type Name = "telegram" | "discord" | "slack";
+type Name = "telegram" | "discord" | "slack" | "whatsapp";
 
 /** Talks to the fake platform servers (started by the global setup) over their control API. */
 export class PlatformFakes {
