@@ -20,6 +20,12 @@ export interface FileRecord {
   createdAt: string;
   expiresAt: string;
   deduped: boolean;
+  /**
+   * Where the file came from: `sandbox` (sent by the sandbox), `seed` (the operator's seed),
+   * `chat:<platform>` (an attachment a person sent in a chat), `upload-link` (a person's
+   * upload through an `airlock request` link).
+   */
+  origin: "sandbox" | "seed" | "upload-link" | `chat:${string}`;
   url: string;
   urlExpiresAt: string;
 }

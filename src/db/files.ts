@@ -1,3 +1,4 @@
+import type { FileOrigin } from "../services/file-origin";
 import { SESSION_SCOPE_SQL, sessionUsageSql } from "./sessions";
 
 /** A file as users see it: a name and a lifetime over stored bytes it knows the place of. */
@@ -17,6 +18,8 @@ export interface FileRow {
   expiresAt: number;
   /** Set when the file was deleted early (`DELETE /v1/files/:id`); only some reads return such rows. */
   deletedAt?: number | null;
+  /** Where it came from: the sandbox, a seed, a chat, an upload link. */
+  origin: FileOrigin;
 }
 
 interface FileDbRow {
@@ -33,6 +36,7 @@ interface FileDbRow {
   created_at: number;
   expires_at: number;
   deleted_at: number | null;
+  origin: FileOrigin;
 }
 
 function toFile(row: FileDbRow): FileRow {
@@ -50,12 +54,16 @@ function toFile(row: FileDbRow): FileRow {
     createdAt: row.created_at,
     expiresAt: row.expires_at,
     deletedAt: row.deleted_at,
+    origin: row.origin,
   };
 }
 
-/** The `files` columns every insert fills, in the order `values` binds them (then the scope). */
+/**
+ * The `files` columns every insert fills, in the order `values` binds them, then the scope,
+ * then the origin.
+ */
 export const FILE_COLUMNS = `id, session_id, name, size, sha256, content_type, encoding, stored_key, verified, deduped,
-                 created_at, expires_at, scope`;
+                 created_at, expires_at, scope, origin`;
 
 /** A file's dedup scope is its session's, read in the insert itself (bound to the session id). */
 const SCOPE_OF_SESSION = `(SELECT ${SESSION_SCOPE_SQL} FROM sessions WHERE id = ?)`;
@@ -81,9 +89,9 @@ function values(file: FileRow): unknown[] {
 export function insertFileStatement(db: D1Database, file: FileRow): D1PreparedStatement {
   return db
     .prepare(
-      `INSERT INTO files (${FILE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ${SCOPE_OF_SESSION})`,
+      `INSERT INTO files (${FILE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ${SCOPE_OF_SESSION}, ?)`,
     )
-    .bind(...values(file), file.sessionId);
+    .bind(...values(file), file.sessionId, file.origin);
 }
 
 /**
@@ -100,10 +108,10 @@ export async function insertFileWithinQuota(
     .prepare(
       `INSERT INTO files (${FILE_COLUMNS})
        SELECT ?3, ?1, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13,
-              (SELECT ${SESSION_SCOPE_SQL} FROM sessions WHERE id = ?1)
+              (SELECT ${SESSION_SCOPE_SQL} FROM sessions WHERE id = ?1), ?15
        WHERE ${sessionUsageSql()} + ?5 <= ?14`,
     )
-    .bind(file.sessionId, now, ...values(file).filter((_, i) => i !== 1), quotaBytes)
+    .bind(file.sessionId, now, ...values(file).filter((_, i) => i !== 1), quotaBytes, file.origin)
     .run();
   return result.meta.changes > 0;
 }
@@ -120,10 +128,10 @@ export function insertFileOfUploadStatement(
   return db
     .prepare(
       `INSERT INTO files (${FILE_COLUMNS})
-       SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ${SCOPE_OF_SESSION}
+       SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ${SCOPE_OF_SESSION}, ?
        WHERE EXISTS (SELECT 1 FROM uploads WHERE id = ? AND file_id = ?)`,
     )
-    .bind(...values(file), file.sessionId, uploadId, file.id);
+    .bind(...values(file), file.sessionId, file.origin, uploadId, file.id);
 }
 
 /** A file that was not deleted (it may have expired: callers check `expiresAt`), or null. */
@@ -148,25 +156,29 @@ export async function findFiles(db: D1Database, ids: string[]): Promise<Map<stri
   return found;
 }
 
-/** Live files, newest first; all sessions when `sessionId` is null. */
+/** Live files, newest first; all sessions when `sessionId` is null, any origin when `origin` is. */
 export async function listFiles(
   db: D1Database,
   sessionId: string | null,
   now: number,
   limit: number,
+  origin: FileOrigin | null = null,
 ): Promise<FileRow[]> {
-  const statement = sessionId
-    ? db
-        .prepare(
-          `SELECT * FROM files WHERE session_id = ? AND deleted_at IS NULL AND expires_at > ?
-           ORDER BY created_at DESC LIMIT ?`,
-        )
-        .bind(sessionId, now, limit)
-    : db
-        .prepare(
-          `SELECT * FROM files WHERE deleted_at IS NULL AND expires_at > ? ORDER BY created_at DESC LIMIT ?`,
-        )
-        .bind(now, limit);
+  // Only the conditions asked for, so the query plan can use files_by_session (_origin).
+  const where: string[] = [];
+  const binds: unknown[] = [];
+  if (sessionId) {
+    where.push("session_id = ?");
+    binds.push(sessionId);
+  }
+  if (origin) {
+    where.push("origin = ?");
+    binds.push(origin);
+  }
+  where.push("deleted_at IS NULL", "expires_at > ?");
+  const statement = db
+    .prepare(`SELECT * FROM files WHERE ${where.join(" AND ")} ORDER BY created_at DESC LIMIT ?`)
+    .bind(...binds, now, limit);
   const { results } = await statement.all<FileDbRow>();
   return results.map(toFile);
 }

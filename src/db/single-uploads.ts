@@ -101,14 +101,14 @@ export async function declareSingleUpload(
   const insertFile = db
     .prepare(
       `INSERT INTO files (${FILE_COLUMNS})
-       SELECT ?6, ?1, ?7, ?4, ?3, ?8, f.encoding, f.stored_key, 1, 1, ?2, ?9, ${callerScope}
+       SELECT ?6, ?1, ?7, ?4, ?3, ?8, f.encoding, f.stored_key, 1, 1, ?2, ?9, ${callerScope}, ?10
        FROM blobs b ${heldFilesJoin(callerScope, "?2")}
        WHERE b.sha256 = ?3 AND b.expires_at > ?2 AND b.size = ?4
          AND ${callerMayDeclare} AND ${fitsQuota}
        ${NEWEST_HELD_FILE}
        RETURNING encoding, stored_key`,
     )
-    .bind(...common, file.id, file.name, file.contentType, file.expiresAt);
+    .bind(...common, file.id, file.name, file.contentType, file.expiresAt, file.origin);
   const statements = [session, held, extend, insertFile];
   if (upload) statements.push(insertUploadUnlessHeld(db, common, upload));
   if (idempotencyKey !== undefined) {

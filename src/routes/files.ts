@@ -9,6 +9,7 @@ import { fileResponse, STORE_URL_TTL_MS } from "../http/file-response";
 import { idempotencyKeyOf } from "../http/idempotency-key";
 import { readJson } from "../http/json-body";
 import { deliverBody, deliverFile, toDeliveryRecord } from "../services/deliver";
+import { isFileOrigin, FILE_ORIGINS } from "../services/file-origin";
 import { toFileRecord } from "../services/file-record";
 import { createLinkBody, createShareLink } from "../services/share-links";
 
@@ -19,7 +20,14 @@ export const files = new Hono<AppEnv>()
     const { deps, caller } = c.var;
     const sessionId =
       caller.kind === "session" ? caller.session.id : (c.req.query("sessionId") ?? null);
-    const rows = await listFiles(deps.db, sessionId, deps.now(), 1000);
+    const wanted = c.req.query("origin");
+    if (wanted !== undefined && !isFileOrigin(wanted)) {
+      throw new AppError(
+        "invalid_request",
+        `origin must be one of ${FILE_ORIGINS.join(", ")}; got ${JSON.stringify(wanted.slice(0, 64))}`,
+      );
+    }
+    const rows = await listFiles(deps.db, sessionId, deps.now(), 1000, wanted ?? null);
     const origin = new URL(c.req.url).origin;
     return c.json({
       files: await Promise.all(rows.map((file) => toFileRecord(deps, file, origin))),

@@ -67,6 +67,7 @@ export const sessionFiles = new Hono<AppEnv>()
         contentType:
           mediaType.safeParse(c.req.header("content-type")).data ?? "application/octet-stream",
         body: check ? raw.pipeThrough(check.transform) : raw,
+        origin: "sandbox",
       });
     } catch (error) {
       if (check?.mismatched())

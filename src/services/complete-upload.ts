@@ -11,6 +11,7 @@ import { assembleParts, isMultipart, resumeMultipart } from "./multipart-upload"
 import { extendUpload } from "./extend-upload";
 import { rejectUpload } from "./reject-upload";
 import { recordVerified, verifyUploadContent } from "./verify-upload";
+import type { FileOrigin } from "./file-origin";
 
 /**
  * Stored bytes up to which `complete` reads a pending upload back itself rather than
@@ -36,6 +37,7 @@ export async function completeUpload(
   session: Session,
   uploadId: string,
   origin: string,
+  fileOrigin: FileOrigin = "sandbox",
 ): Promise<FileRecord> {
   const { db, store } = deps;
   const upload = await findUpload(db, uploadId);
@@ -61,7 +63,7 @@ export async function completeUpload(
 
   const now = deps.now();
   const verified = upload.encoding === "identity" && !isMultipart(upload);
-  const file = fileOfUpload(deps, upload, verified, now);
+  const file = fileOfUpload(deps, upload, verified, now, fileOrigin);
   // One transaction: the file exists only if this request moved the upload out of pending.
   await db.batch([
     completeUploadStatement(db, upload.id, file.id, now),
@@ -100,7 +102,13 @@ async function verifyInRequest(deps: Deps, upload: Upload, file: FileRow): Promi
 }
 
 /** The file a completed upload becomes: on the upload's own object, for `FILE_TTL_SECONDS`. */
-export function fileOfUpload(deps: Deps, upload: Upload, verified: boolean, now: number): FileRow {
+export function fileOfUpload(
+  deps: Deps,
+  upload: Upload,
+  verified: boolean,
+  now: number,
+  origin: FileOrigin = "sandbox",
+): FileRow {
   return {
     id: newId("fil"),
     sessionId: upload.sessionId,
@@ -114,6 +122,7 @@ export function fileOfUpload(deps: Deps, upload: Upload, verified: boolean, now:
     deduped: false,
     createdAt: now,
     expiresAt: now + deps.config.fileTtlSeconds * 1000,
+    origin,
   };
 }
 

@@ -92,6 +92,7 @@ export async function declareUpload(
       deduped: true,
       createdAt: now,
       expiresAt,
+      origin: "sandbox",
     };
     if (!(await insertFileWithinQuota(db, file, session.quotaBytes, now)))
       throw quotaExceeded(body.size);

@@ -20,6 +20,7 @@ export async function toFileRecord(deps: Deps, file: FileRow, origin: string): P
     createdAt: new Date(file.createdAt).toISOString(),
     expiresAt: new Date(file.expiresAt).toISOString(),
     deduped: file.deduped,
+    origin: file.origin,
     url: `${origin}/d/${token}`,
     urlExpiresAt: new Date(Math.floor(linkExpiresAt / 1000) * 1000).toISOString(),
   };

@@ -220,7 +220,8 @@ async function ingestAttachment(
   // The download's own length is checked again in ingest, before its body is read.
   const { body, size } = await platform.fetchAttachment(pending.ref);
   const contentType = mediaType.safeParse(pending.contentType).data ?? "application/octet-stream";
-  return ingest(deps, { sessionId, name, contentType, body, size }).catch(
+  const origin = `chat:${pending.platform}` as const;
+  return ingest(deps, { sessionId, name, contentType, body, size, origin }).catch(
     async (error: unknown) => {
       // Stops the download (a refused one was never read; a failed one is locked, and this rejects).
       await body.cancel().catch(() => {});
@@ -298,7 +299,7 @@ export async function seedInbox(
   origin: string,
 ): Promise<InboxRecord> {
   const name = cleanFileName(input.name, "file");
-  const file = await ingest(deps, { sessionId, ...input, name });
+  const file = await ingest(deps, { sessionId, ...input, name, origin: "seed" });
   const id = newId("inb");
   await insertInboxItem(deps.db, {
     id,

@@ -8,6 +8,7 @@ import { newId } from "../ids";
 import { blobKey } from "../storage";
 import { humanSize } from "./human-size";
 import { passThroughDigest } from "../content/stream-digest";
+import type { FileOrigin } from "./file-origin";
 
 export interface IngestInput {
   sessionId: string;
@@ -15,6 +16,7 @@ export interface IngestInput {
   contentType: string;
   body: ReadableStream<Uint8Array>;
   size: number;
+  origin: FileOrigin;
 }
 
 /**
@@ -113,6 +115,7 @@ export async function ingest(deps: Deps, input: IngestInput): Promise<FileRow> {
       deduped: false,
       createdAt: now,
       expiresAt,
+      origin: input.origin,
     };
     if (!(await insertFileWithinQuota(db, file, after.quotaBytes, now))) {
       throw (await roomFor(deps, input.sessionId, size)).refusal ?? new AppError("quota_exceeded");

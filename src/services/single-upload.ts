@@ -244,6 +244,7 @@ function dedupFile(deps: Deps, sessionId: string, declared: SingleDeclared, now:
     deduped: true,
     createdAt: now,
     expiresAt: now + deps.config.fileTtlSeconds * 1000,
+    origin: "sandbox",
   };
 }
 

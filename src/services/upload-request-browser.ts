@@ -230,7 +230,7 @@ export async function completeLinkUpload(
   origin: string,
 ): Promise<LinkUploadState> {
   const { request, session, upload } = await openLinkUpload(deps, token, uploadId);
-  const file = await completeUpload(deps, session, upload.id, origin);
+  const file = await completeUpload(deps, session, upload.id, origin, "upload-link");
   if (!(await recordRequestFile(deps.db, request.id, uploadId, file.fileId))) {
     // Completed twice (a retry after a lost answer) is fine; a link another upload took over
     // meanwhile keeps that upload's file, and this one goes.

@@ -54,7 +54,7 @@ export async function putToLink(deps: Deps, token: string, put: LinkPut): Promis
   const name = cleanFileName(put.name ?? request.name ?? "upload", "upload");
   const contentType = mediaType.safeParse(put.contentType).data ?? "application/octet-stream";
   const body = put.body ?? new Blob([]).stream();
-  const input = { sessionId: request.sessionId, name, contentType };
+  const input = { sessionId: request.sessionId, name, contentType, origin: "upload-link" as const };
   const file =
     size !== undefined
       ? await ingest(deps, { ...input, body, size })

@@ -276,6 +276,7 @@ export async function startFakeRelay(options: FakeRelayOptions = {}): Promise<Fa
       urlExpiresAt: new Date(now.getTime() + 86_400_000).toISOString(),
       sessionId: "s_fake",
       deduped: false,
+      origin: "sandbox",
     };
     files.set(record.fileId, { ...record, bytes });
     return record;
