@@ -128,7 +128,10 @@ export class AirlockClient extends FileAccess {
     });
   }
 
-  /** Every session's files (newest first, up to 1000), or one session's with `{ sessionId }`. */
+  /**
+   * Every session's files (newest first, up to 1000), or one session's with `{ sessionId }`;
+   * only one origin's with `{ origin }` (`"sandbox"`: what the agent made, not its inputs).
+   */
   async listFiles(options: ListFilesOptions = {}): Promise<FileRecord[]> {
     return this.listFilesWith(options.sessionId, options);
   }

@@ -1,5 +1,10 @@
 import { segment, Transport, type CallOptions, type FetchLike } from "./http.js";
-import type { DeliveryRecord, DownloadOptions, FileRecord } from "./types.js";
+import type {
+  DeliveryRecord,
+  DownloadOptions,
+  FileRecord,
+  SessionListFilesOptions,
+} from "./types.js";
 
 /** What both clients can do with the files they may see. */
 export abstract class FileAccess {
@@ -68,13 +73,13 @@ export abstract class FileAccess {
   /** @internal */
   protected async listFilesWith(
     sessionId: string | undefined,
-    options: CallOptions,
+    options: SessionListFilesOptions,
   ): Promise<FileRecord[]> {
     const answer = await this.transport.json<{ files: FileRecord[] }>({
       method: "GET",
       path: "/v1/files",
       token: this.credential(),
-      query: { sessionId },
+      query: { sessionId, origin: options.origin },
       signal: options.signal,
     });
     return answer.files;

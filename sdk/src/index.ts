@@ -49,6 +49,7 @@ export type {
   DeliverOptions,
   DeliveryRecord,
   DownloadOptions,
+  FileOrigin,
   FileRecord,
   InboxRecord,
   ListFilesOptions,
@@ -57,6 +58,7 @@ export type {
   SeedOptions,
   SeededItem,
   SessionGrant,
+  SessionListFilesOptions,
   StreamSeedOptions,
   UploadAnswer,
 } from "./types.js";

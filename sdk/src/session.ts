@@ -6,6 +6,7 @@ import type {
   DeliveryRecord,
   FileRecord,
   InboxRecord,
+  SessionListFilesOptions,
 } from "./types.js";
 
 /** Options for `new AirlockSession(...)`. */
@@ -51,8 +52,8 @@ export class AirlockSession extends FileAccess {
     });
   }
 
-  /** The session's own files, newest first. */
-  async listFiles(options: CallOptions = {}): Promise<FileRecord[]> {
+  /** The session's own files, newest first; only one origin's with `{ origin }`. */
+  async listFiles(options: SessionListFilesOptions = {}): Promise<FileRecord[]> {
     return this.listFilesWith(undefined, options);
   }
 

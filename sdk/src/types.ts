@@ -2,7 +2,7 @@
  * The shapes the SDK takes and returns. The relay's own answers come from the relay's wire
  * types (src/wire-types.ts), so the SDK and the relay cannot drift apart.
  */
-import type { InboxRecord } from "../../src/wire-types.js";
+import type { FileRecord, InboxRecord } from "../../src/wire-types.js";
 import type { CallOptions } from "./http.js";
 
 export type {
@@ -79,8 +79,21 @@ export interface StreamSeedOptions extends SeedOptions {
 /** What a seeded inbox item is: the relay's {@link InboxRecord} (`source: "operator"`). */
 export type SeededItem = InboxRecord;
 
+/**
+ * Where a file came from: `sandbox` (what the agent sent), `seed` (the operator's seed),
+ * `chat:<platform>` (a person's attachment in a chat), `upload-link` (a person's upload
+ * through an `airlock request` link).
+ */
+export type FileOrigin = FileRecord["origin"];
+
+/** Options for listing a session's own files. */
+export interface SessionListFilesOptions extends CallOptions {
+  /** Only files of this origin, e.g. `"sandbox"`: what the agent made, not its inputs. */
+  origin?: FileOrigin;
+}
+
 /** Options for listing files as the operator. */
-export interface ListFilesOptions extends CallOptions {
+export interface ListFilesOptions extends SessionListFilesOptions {
   /** Only this session's files. */
   sessionId?: string;
 }

@@ -1,11 +1,13 @@
 import { describe, expect, it } from "vitest";
+import { AirlockClient, AirlockError, type FileOrigin } from "../../sdk/src/index";
 import { hexToBase64 } from "../../src/encoding";
 import type { FileRecord } from "../../src/wire-types";
 import type { CreatedRequest } from "../../src/services/upload-requests";
 import { backends } from "../support/backends";
 import { randomBytes, sha256Hex } from "../support/bytes";
 import { PlatformFakes, uniqueChatId } from "../support/platform-fakes";
-import { ADMIN_TOKEN, errorOf, RelayClient } from "../support/relay-client";
+import { ADMIN_TOKEN, errorOf, ORIGIN, RelayClient } from "../support/relay-client";
+import { rejectionOf } from "../support/rejection";
 import { describe as describeBytes, upload } from "../support/send";
 
 const fakes = new PlatformFakes();
@@ -197,6 +199,30 @@ for (const backend of backends()) {
       );
       expect(again).toMatchObject({ status: "deduped", file: { origin: "sandbox" } });
       expect(await names("seed")).toEqual(["data.csv"]);
+    });
+
+    it("the SDK's collect loop lists only what the sandbox made", async () => {
+      const { sessionId, token } = await sessionOfEveryOrigin();
+      const airlock = new AirlockClient({
+        url: ORIGIN,
+        adminToken: ADMIN_TOKEN,
+        fetch: (url, init) => client.fetch(url, init),
+      });
+      const outputs = await airlock.listFiles({ sessionId, origin: "sandbox" });
+      expect(outputs.map((file) => file.name).sort()).toEqual([
+        "collected.bin",
+        "declared.bin",
+        "single.bin",
+      ]);
+      const sandbox = airlock.asSession(token);
+      expect(
+        (await sandbox.listFiles({ origin: "upload-link" })).map((f) => f.name).sort(),
+      ).toEqual(["curl.bin", "page.bin"]);
+      const refused = await rejectionOf<AirlockError>(
+        airlock.listFiles({ sessionId, origin: "inputs" as FileOrigin }),
+      );
+      expect(refused).toBeInstanceOf(AirlockError);
+      expect(refused).toMatchObject({ status: 400, code: "invalid_request" });
     });
 
     it.each([
