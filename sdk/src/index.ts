@@ -1,10 +1,10 @@
 /**
  * Airlock operator SDK: a typed, promise-based client for an Airlock relay, for the host
  * code that runs agents in sandboxes. Runs anywhere with web `fetch` and streams: Node ≥ 18,
- * Cloudflare Workers, Deno, Bun. File-path helpers live in the Node entry, `airlock-relay/node`.
+ * Cloudflare Workers, Deno, Bun. File-path helpers live in the Node entry, `airlock-relay-sdk/node`.
  *
  * ```ts
- * import { AirlockClient, AirlockError } from "airlock-relay";
+ * import { AirlockClient, AirlockError } from "airlock-relay-sdk";
  *
  * const airlock = new AirlockClient({ url: "https://airlock.example.com", adminToken: env.AIRLOCK_ADMIN_TOKEN });
  *
@@ -17,7 +17,8 @@
  *
  * // … the agent runs `airlock pull`, works, `airlock send report.pdf` …
  *
- * for (const file of await airlock.listFiles({ sessionId: session.sessionId })) {
+ * // Only what the agent made: not the seed, chat attachments or upload-link files.
+ * for (const file of await airlock.listFiles({ sessionId: session.sessionId, origin: "sandbox" })) {
  *   const response = await airlock.download(file.fileId); // streaming Response
  *   await saveSomewhere(file.name, response.body);
  * }

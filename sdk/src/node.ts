@@ -1,17 +1,17 @@
 /**
- * Node.js entry (`airlock-relay/node`): everything the core entry exports, with clients that
+ * Node.js entry (`airlock-relay-sdk/node`): everything the core entry exports, with clients that
  * also take file paths. Seeding from a path streams the file (never read whole into
  * memory); `downloadToFile` streams to disk through a temp file, checks the SHA-256 and
  * renames into place; `downloadToDir` does the same under the file's cleaned name in a directory.
  *
  * ```ts
- * import { AirlockClient } from "airlock-relay/node";
+ * import { AirlockClient } from "airlock-relay-sdk/node";
  *
  * const airlock = new AirlockClient({ url: process.env.AIRLOCK_URL!, adminToken: process.env.AIRLOCK_ADMIN_TOKEN });
  * const { sessionId, token } = await airlock.createSession({ ttlSeconds: 3600 });
  * await airlock.seedInbox(sessionId, "./brief.pdf");
  * // … run the agent with AIRLOCK_TOKEN=token …
- * for (const file of await airlock.listFiles({ sessionId }))
+ * for (const file of await airlock.listFiles({ sessionId, origin: "sandbox" })) // not ./brief.pdf
  *   await airlock.downloadToDir(file.fileId, "./out"); // under its cleaned name, never outside ./out
  * ```
  *
