@@ -65,34 +65,25 @@ for (const backend of backends()) {
         encoding: "identity",
         storedSha256: sha256,
       });
-      await ok(
-        await client.call("POST", `/v1/single-uploads?${query}`, {
-          token,
-          body: single,
-          headers: { "content-length": String(single.byteLength) },
-        }),
-        201,
-      );
+      /** POSTs `body` with its length and expects 201. */
+      const post = async (path: string, who: string, body: Uint8Array) =>
+        ok(
+          await client.call("POST", path, {
+            token: who,
+            body,
+            headers: { "content-length": String(body.byteLength) },
+          }),
+          201,
+        );
+      await post(`/v1/single-uploads?${query}`, token, single);
       // What the operator collected from the sandbox over exec counts as the sandbox's.
       const collected = make("collected.bin", 1500);
-      await ok(
-        await client.call("POST", `/v1/sessions/${sessionId}/files?name=collected.bin`, {
-          token: ADMIN_TOKEN,
-          body: collected,
-          headers: { "content-length": String(collected.byteLength) },
-        }),
-        201,
-      );
-
+      await post(`/v1/sessions/${sessionId}/files?name=collected.bin`, ADMIN_TOKEN, collected);
       // The operator's seed.
-      const seed = make("data.csv", 1200);
-      await ok(
-        await client.call("POST", `/v1/sessions/${sessionId}/inbox?name=data.csv`, {
-          token: ADMIN_TOKEN,
-          body: seed,
-          headers: { "content-length": String(seed.byteLength) },
-        }),
-        201,
+      await post(
+        `/v1/sessions/${sessionId}/inbox?name=data.csv`,
+        ADMIN_TOKEN,
+        make("data.csv", 1200),
       );
 
       // A person's attachment in the session's Telegram chat.
