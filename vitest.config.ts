@@ -12,6 +12,8 @@ const testBindings = {
 
 export default defineConfig({
   test: {
+    // A passing test prints nothing; a failing one shows what it and the Worker logged.
+    silent: "passed-only",
     projects: [
       // Units and routes inside the real Workers runtime, on the local R2 and D1.
       defineProject({
@@ -45,6 +47,7 @@ export default defineConfig({
           testTimeout: 60_000,
           hookTimeout: 120_000,
           fileParallelism: false,
+          globalSetup: ["./test/support/shared-relay.setup.ts"],
         },
       }),
     ],
