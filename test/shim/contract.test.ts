@@ -447,8 +447,11 @@ describe.each(["node", "python", "posix"] as const)(
     let relay: FakeRelay;
     let work: string;
     let home: string;
-    /** 64 MiB + 3 MiB of random bytes: 9 parts of 8 MiB, the last one short. */
-    const SIZE = 67 * MiB + 1234;
+    /**
+     * Above the threshold the shims are given (AIRLOCK_MULTIPART_THRESHOLD, 24 MiB; 64 MiB by
+     * default): 6 parts of 8 MiB, the last one short.
+     */
+    const SIZE = 40 * MiB + 1234;
 
     beforeAll(async () => {
       driver = drivers.find((d) => d.name === name)!;
@@ -465,7 +468,11 @@ describe.each(["node", "python", "posix"] as const)(
 
     const airlock = (args: string[]) =>
       runDriver(driver, args, {
-        env: { ...relayEnv(relay.url, TOKEN, 2), AIRLOCK_UPLOAD_CONCURRENCY: "3" },
+        env: {
+          ...relayEnv(relay.url, TOKEN, 2),
+          AIRLOCK_UPLOAD_CONCURRENCY: "3",
+          AIRLOCK_MULTIPART_THRESHOLD: String(24 * MiB),
+        },
         cwd: work,
         home,
         timeoutMs: 300_000,
@@ -487,7 +494,7 @@ describe.each(["node", "python", "posix"] as const)(
       const failed = await airlock(["send", "--json", "big.bin"]);
       expect(failed.stdout).toBe("");
       expect(failed.code).toBe(1);
-      expect(failureLine(failed)).toMatch(/part 5 of 9/);
+      expect(failureLine(failed)).toMatch(/part 5 of 6/);
       expect(relay.files.size).toBe(0);
       const held = relay.parts.maxInFlight;
       expect(held).toBeGreaterThan(1);
