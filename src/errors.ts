@@ -52,7 +52,6 @@ export const ERRORS = {
   length_required: { status: 411, message: "Content-Length is required" },
   payload_too_large: { status: 413, message: "request body is larger than the relay accepts" },
   method_not_allowed: { status: 405, message: "method not allowed" },
-  not_implemented: { status: 501, message: "not implemented yet" },
   storage_unavailable: { status: 503, message: "object storage is unavailable" },
   misconfigured: { status: 500, message: "relay is misconfigured" },
   internal: { status: 500, message: "internal error" },

@@ -5,7 +5,8 @@ import { join } from "node:path";
 import { createGzip } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { prepareShim, relayEnv, runShim } from "../shim/run-shim";
-import { startRelay, type RunningRelay } from "../support/relay";
+import { type RunningRelay } from "../support/relay";
+import { sharedRelay } from "../support/shared-relay";
 
 /**
  * Share links with `maxDownloads`, attacked by whoever holds one (an unauthenticated curl or
@@ -61,7 +62,7 @@ describe("share links with maxDownloads, attacked by the link's holder", () => {
 
   beforeAll(async () => {
     prepareShim();
-    relay = await startRelay();
+    relay = sharedRelay();
     token = (await relay.mintSession()).token;
     dir = await mkdtemp(join(tmpdir(), "airlock-security-share-"));
   });
@@ -246,7 +247,7 @@ describe("the share page of a gzip bomb", () => {
 
   beforeAll(async () => {
     prepareShim();
-    relay = await startRelay();
+    relay = sharedRelay();
     dir = await mkdtemp(join(tmpdir(), "airlock-security-bomb-"));
   });
   afterAll(async () => {
