@@ -240,9 +240,10 @@ describe("airlock send of a file above the multipart threshold", () => {
   });
 
   it("after a SIGKILL half-way, sends again only the parts the store does not hold", async () => {
+    // Two parts in flight: a kill at half the bytes leaves parts held as well as missing.
     const child = spawn(process.execPath, [SHIM, "send", "--json", randomPath], {
       cwd: base,
-      env: shimEnv(),
+      env: { ...shimEnv(), AIRLOCK_UPLOAD_CONCURRENCY: "2" },
       stdio: "ignore",
     });
     const exited = new Promise<NodeJS.Signals | null>((resolve) =>
