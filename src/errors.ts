@@ -71,3 +71,21 @@ export class AppError extends Error {
     this.status = ERRORS[code].status;
   }
 }
+
+/**
+ * The code for a 4xx that a library raised (Hono's `HTTPException`: a body limit, a bad
+ * header) rather than the relay: the code of that status that says the least beyond it.
+ */
+export function codeForStatus(status: number): ErrorCode {
+  const byStatus: Partial<Record<number, ErrorCode>> = {
+    401: "unauthorized",
+    403: "forbidden",
+    404: "not_found",
+    405: "method_not_allowed",
+    411: "length_required",
+    413: "payload_too_large",
+    415: "unsupported_media_type",
+    416: "range_not_satisfiable",
+  };
+  return byStatus[status] ?? "invalid_request";
+}
