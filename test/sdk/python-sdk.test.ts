@@ -1,4 +1,4 @@
-import { spawn } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -7,6 +7,16 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startFakePlatforms, type FakePlatforms } from "../fixtures/platforms/start-fake-platforms";
 import { prepareShim, SHIM } from "../shim/run-shim";
 import { startRelay, type RunningRelay } from "../support/relay";
+import {
+  PROBE_SCRIPT,
+  chunkScript,
+  chunkedFinishScript,
+  chunkedOpenScript,
+  collectScript,
+  commandsFor,
+  pushScript,
+  type Tool,
+} from "../../sdk/src/exec/sandbox-scripts";
 import { startSshd, type TestSshd } from "./sshd";
 import { installStandIns } from "./stand-in-cli";
 
@@ -79,7 +89,53 @@ function unittest(module: string): Promise<{ code: number; output: string }> {
   });
 }
 
+/** The sandbox scripts of both SDKs for one set of tools the sandbox has. */
+function scriptsOf(tools: Tool[]): Record<string, string> {
+  const commands = commandsFor(new Set(tools));
+  const out: Record<string, string> = { probe: PROBE_SCRIPT };
+  if (commands.sha256) {
+    const hashing = { ...commands, sha256: commands.sha256 };
+    out.push = pushScript(hashing);
+    out.open = chunkedOpenScript(hashing);
+    out.finish = chunkedFinishScript(hashing);
+    out.collect = collectScript(hashing);
+  }
+  if (commands.decodeBase64)
+    out.chunk = chunkScript({ ...commands, decodeBase64: commands.decodeBase64 });
+  return out;
+}
+
+const PYTHON_SCRIPTS = `
+import json, sys
+from airlock_sdk.exec import scripts as s
+c = s.commands_for(frozenset(sys.argv[1:]))
+out = {"probe": s.PROBE_SCRIPT}
+if c.sha256:
+    out.update(push=s.push_script(c), open=s.chunked_open_script(c), finish=s.chunked_finish_script(c), collect=s.collect_script(c))
+if c.decode_base64:
+    out["chunk"] = s.chunk_script(c)
+print(json.dumps(out))
+`;
+
 describe("the Python SDK and the host recipes (python3 -m unittest)", () => {
+  it.each([
+    [["sha256sum", "openssl", "python3", "node", "gzip", "base64"]],
+    [["python3"]],
+    [["node"]],
+    [["sha256sum"]],
+    [[]],
+  ] as Tool[][][])(
+    "runs the TypeScript SDK's sandbox scripts, byte for byte, in a sandbox with %j",
+    (tools) => {
+      const python = spawnSync("python3", ["-c", PYTHON_SCRIPTS, ...tools], {
+        env: { ...process.env, PYTHONPATH: join(root, "sdk-python/src") },
+        encoding: "utf8",
+      });
+      expect(python.status, python.stderr).toBe(0);
+      expect(JSON.parse(python.stdout)).toEqual(scriptsOf(tools));
+    },
+  );
+
   it.each(MODULES)(
     "%s passes, none skipped",
     async (module) => {
