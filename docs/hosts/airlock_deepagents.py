@@ -76,7 +76,8 @@ class _Paths:
         parents = sorted({posixpath.dirname(path) for path in paths})
         if not parents:
             return []
-        return run_small(exec, ["sh", "-c", _MKDIRS, "airlock-mkdirs", *parents]).stdout.split("\n")
+        said = run_small(exec, ["sh", "-c", _MKDIRS, "airlock-mkdirs", *parents]).stdout
+        return [line for line in said.split("\n") if line]
 
 
 def _upload_error(error: AirlockError) -> str:
@@ -95,37 +96,40 @@ class ExecTransportFiles(_Paths):
         self.root = root
 
     def upload_files(self, files: List[Tuple[str, bytes]]) -> List[FileUploadResponse]:
-        inside = {path: self._inside(path) for path, _ in files}
-        failed = set(self._make_parents(self.airlock_exec, [p for p in inside.values() if p]))
         results = []
         for path, content in files:
-            target = inside[path]
-            if target is None:
-                results.append(FileUploadResponse(path=path, error="invalid_path"))
-            elif posixpath.dirname(target) in failed:
-                results.append(FileUploadResponse(path=path, error="permission_denied"))
-            else:
-                try:
-                    push_bytes(self.airlock_exec, content, target, overwrite=True)
-                    results.append(FileUploadResponse(path=path, error=None))
-                except AirlockError as error:
-                    results.append(FileUploadResponse(path=path, error=_upload_error(error)))
+            target = self._inside(path)
+            results.append(FileUploadResponse(path=path, error="invalid_path" if target is None else self._upload(target, content)))
         return results
 
+    def _upload(self, target: str, content: bytes) -> Optional[str]:
+        # One command when the directory is there; a missing one is made, then the push again.
+        for attempt in range(2):
+            try:
+                push_bytes(self.airlock_exec, content, target, overwrite=True)
+                return None
+            except AirlockError as error:
+                missing = error.code == "sandbox_cannot_write" and ": no such directory: " in error.message
+                if attempt == 1 or not missing:
+                    return _upload_error(error)
+                if self._make_parents(self.airlock_exec, [target]):
+                    return "permission_denied"
+        return None
+
     def download_files(self, paths: List[str]) -> List[FileDownloadResponse]:
-        inside = [self._inside(path) for path in paths]
-        kinds = iter(self._classify(self.airlock_exec, [p for p in inside if p]))
         results = []
-        for path, target in zip(paths, inside):
-            kind = "invalid_path" if target is None else next(kinds)
-            if kind != "ok":
-                results.append(FileDownloadResponse(path=path, content=None, error=kind))
+        for path in paths:
+            target = self._inside(path)
+            if target is None:
+                results.append(FileDownloadResponse(path=path, content=None, error="invalid_path"))
                 continue
             try:
-                content = collect_bytes(self.airlock_exec, target)  # type: ignore[arg-type]
+                content = collect_bytes(self.airlock_exec, target)
                 results.append(FileDownloadResponse(path=path, content=content, error=None))
             except AirlockError as error:
-                results.append(FileDownloadResponse(path=path, content=None, error=error.message))
+                # Only a refusal costs a second command: which kind of not-a-file it was.
+                kind = self._classify(self.airlock_exec, [target])[0] if error.code == "sandbox_file_unreadable" else "ok"
+                results.append(FileDownloadResponse(path=path, content=None, error=error.message if kind == "ok" else kind))
         return results
 
 
