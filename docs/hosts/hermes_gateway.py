@@ -48,8 +48,7 @@ class AirlockGateway:
         with urllib.request.urlopen(f"{self.api}/file/bot{self.bot}/{got['file_path']}") as body:
             size = int(body.headers["content-length"])
             item = self.airlock.seed_inbox(self.session_for(chat_id)["sessionId"], body, name=name, size=size)
-        file = item["file"]
-        return f"[User sent {file['name']} ({file['size']} bytes): run `airlock pull` to get it]"
+        return f"[User sent {item['file']['name']} ({item['file']['size']} bytes): run `airlock pull` to get it]"
 
     def deliver_media(self, exec: ExecAdapter, chat_id: str, path: str, caption: Optional[str] = None) -> Dict[str, Any]:
         """A ``MEDIA:<path>`` line of the agent's reply: the file goes from the sandbox to the
