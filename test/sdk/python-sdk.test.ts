@@ -6,7 +6,9 @@ import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startFakePlatforms, type FakePlatforms } from "../fixtures/platforms/start-fake-platforms";
 import { prepareShim, SHIM } from "../shim/run-shim";
+import { startStrictS3, type StrictS3 } from "../fixtures/s3/strict-s3";
 import { startRelay, type RunningRelay } from "../support/relay";
+import { s3Vars } from "../support/s3-vars";
 import {
   PROBE_SCRIPT,
   chunkScript,
@@ -31,27 +33,17 @@ const MODULES = ["test_client", "test_exec", "test_exec_cases", "test_recipes"];
 
 let fakes: FakePlatforms;
 let sshd: TestSshd;
-let relay: RunningRelay;
 let dir: string;
-let env: Record<string, string>;
+let shared: Record<string, string>;
 
 beforeAll(async () => {
   prepareShim();
   fakes = await startFakePlatforms();
   sshd = await startSshd();
-  relay = await startRelay({
-    vars: {
-      TELEGRAM_BOT_TOKEN: fakes.telegram.token,
-      TELEGRAM_WEBHOOK_SECRET: "python-telegram-webhook-secret",
-      TELEGRAM_API_ROOT: fakes.telegram.url,
-    },
-  });
   dir = await mkdtemp(join(tmpdir(), "airlock-python-"));
   const bin = join(dir, "stand-in-bin");
   await installStandIns(bin);
-  env = {
-    AIRLOCK_TEST_URL: relay.url,
-    AIRLOCK_TEST_ADMIN_TOKEN: relay.adminToken,
+  shared = {
     AIRLOCK_TEST_DIR: dir,
     AIRLOCK_TEST_STANDIN_BIN: bin,
     AIRLOCK_TEST_SHIM: SHIM,
@@ -67,14 +59,31 @@ beforeAll(async () => {
 }, 180_000);
 
 afterAll(async () => {
-  await relay?.stop();
   await sshd?.stop();
   await fakes?.stop();
   if (dir) await rm(dir, { recursive: true, force: true });
 });
 
+/** `wrangler dev` on a backend, its Telegram bot the fake's (the gateway recipe's bot). */
+async function relayOn(storage: "r2" | "s3"): Promise<{ relay: RunningRelay; s3?: StrictS3 }> {
+  const s3 = storage === "s3" ? await startStrictS3() : undefined;
+  const relay = await startRelay({
+    storage,
+    vars: {
+      TELEGRAM_BOT_TOKEN: fakes.telegram.token,
+      TELEGRAM_WEBHOOK_SECRET: "python-telegram-webhook-secret",
+      TELEGRAM_API_ROOT: fakes.telegram.url,
+      ...(s3 ? s3Vars(s3) : {}),
+    },
+  });
+  return { relay, ...(s3 ? { s3 } : {}) };
+}
+
 /** Runs `python3 -m unittest -v <module>`; resolves with its exit code and output. */
-function unittest(module: string): Promise<{ code: number; output: string }> {
+function unittest(
+  module: string,
+  env: Record<string, string>,
+): Promise<{ code: number; output: string }> {
   return new Promise((resolve, reject) => {
     const child = spawn("python3", ["-m", "unittest", "-v", module], {
       cwd: join(root, "sdk-python/tests"),
@@ -135,11 +144,32 @@ describe("the Python SDK and the host recipes (python3 -m unittest)", () => {
       expect(JSON.parse(python.stdout)).toEqual(scriptsOf(tools));
     },
   );
+});
 
-  it.each(MODULES)(
-    "%s passes, none skipped",
+/** The exec transport's modules need no store: they run on r2 only. */
+describe.each([
+  ["r2", MODULES],
+  ["s3", ["test_client", "test_recipes"]],
+] as const)("on the %s backend", (storage, modules) => {
+  let running: { relay: RunningRelay; s3?: StrictS3 };
+  let env: Record<string, string>;
+  beforeAll(async () => {
+    running = await relayOn(storage);
+    env = {
+      ...shared,
+      AIRLOCK_TEST_URL: running.relay.url,
+      AIRLOCK_TEST_ADMIN_TOKEN: running.relay.adminToken,
+    };
+  }, 180_000);
+  afterAll(async () => {
+    await running?.relay.stop();
+    await running?.s3?.stop();
+  });
+
+  it.each(modules)(
+    "python3 -m unittest %s passes, none skipped",
     async (module) => {
-      const { code, output } = await unittest(module);
+      const { code, output } = await unittest(module, env);
       expect(code, output).toBe(0);
       expect(output, output).toMatch(/^OK$/m);
       expect(output, output).not.toMatch(/skipped/);
