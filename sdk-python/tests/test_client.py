@@ -50,6 +50,10 @@ class Sessions(unittest.TestCase):
         self.assertEqual(got["status"], 401)
         self.assertTrue(got["code"] and got["message"])
 
+    def test_a_seed_refused_before_its_body_is_read_is_the_relays_answer(self) -> None:
+        got = refusal(lambda: operator().seed_inbox("ses_nope", bytes(8 * MiB), name="x.bin"))
+        self.assertEqual((got["status"], got["code"]), (404, "session_not_found"))
+
     def test_a_file_nobody_has_is_404_file_not_found(self) -> None:
         got = refusal(lambda: operator().get_file("fil_nope"))
         self.assertEqual((got["status"], got["code"]), (404, "file_not_found"))

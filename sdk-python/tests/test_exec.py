@@ -181,6 +181,15 @@ class OverDocker(RoundTrips, unittest.TestCase):
         finally:
             StandIns.configure({})
 
+    def test_a_collect_over_the_sessions_quota_is_the_relays_refusal_and_stores_nothing(self) -> None:
+        small = self.airlock.create_session(quota_bytes=MiB)["sessionId"]
+        folder = fresh_dir("quota-")
+        with open(f"{folder}/big.bin", "wb") as out:
+            out.write(RANDOM)
+        got = refusal(lambda: self.airlock.collect_file(docker_exec("box"), small, f"{folder}/big.bin"))
+        self.assertEqual((got["status"], got["code"]), (413, "quota_exceeded"))
+        self.assertEqual(self.airlock.list_files(session_id=small), [])
+
     def test_falls_back_to_base64_chunks_without_stdin(self) -> None:
         folder = fresh_dir("chunks-")
         exec = docker_exec("box")

@@ -177,7 +177,16 @@ class Transport:
                 conn.putheader(name, value)
             conn.endheaders()
             if body is not None:
-                _write_body(conn, body)
+                try:
+                    _write_body(conn, body)
+                except OSError as broken:
+                    # The relay may refuse before reading the whole body (413 quota_exceeded):
+                    # its answer, when it came, says more than the broken pipe.
+                    try:
+                        raw = conn.getresponse()
+                    except (OSError, http.client.HTTPException):
+                        raise broken from None
+                    return Response(raw, conn, raw.getheader("etag"))
             raw = conn.getresponse()
         except BaseException:
             conn.close()
