@@ -10,7 +10,7 @@ import random
 import ssl
 import time
 from dataclasses import dataclass, field
-from typing import IO, Any, Dict, Iterable, Iterator, Mapping, Optional, Union
+from typing import IO, Any, Callable, Dict, Iterable, Iterator, Mapping, Optional, Union, cast
 from urllib.parse import quote, urlencode, urljoin, urlsplit
 
 from .errors import AirlockError, error_from_body
@@ -258,8 +258,9 @@ def _write_body(conn: http.client.HTTPConnection, body: BodyData) -> None:
         return
     read = getattr(body, "read", None)
     if callable(read):
+        read_bytes = cast(Callable[[int], bytes], read)
         while True:
-            chunk = read(CHUNK)
+            chunk = read_bytes(CHUNK)
             if not chunk:
                 return
             conn.send(chunk)

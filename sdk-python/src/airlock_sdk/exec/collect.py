@@ -11,7 +11,7 @@ import subprocess
 import time
 import zlib
 from dataclasses import dataclass
-from typing import Iterator, Optional, Union
+from typing import Generator, Iterator, Optional, Union
 
 from ..errors import AirlockError, exec_error
 from ..files import temp_near
@@ -109,7 +109,7 @@ class CollectedStream:
         self.failure = error
         return error
 
-    def chunks(self) -> Iterator[bytes]:
+    def chunks(self) -> Generator[bytes, None, None]:
         raw = self._raw()
         inflate = zlib.decompressobj(47) if self.transfer == "gzip" else None
         digest = hashlib.sha256()
