@@ -77,9 +77,11 @@ def _write_wheel(directory: str, entries: List[Tuple[str, bytes]]) -> str:
     record.append(f"{dist_info}/RECORD,,")
     name = f"{_dist_name()}-py3-none-any.whl"
     with zipfile.ZipFile(os.path.join(directory, name), "w", zipfile.ZIP_DEFLATED) as wheel:
-        for arcname, data in entries:
-            wheel.writestr(zipfile.ZipInfo(arcname, (2020, 1, 1, 0, 0, 0)), data)
-        wheel.writestr(f"{dist_info}/RECORD", "\n".join(record) + "\n")
+        for arcname, data in [*entries, (f"{dist_info}/RECORD", ("\n".join(record) + "\n").encode())]:
+            info = zipfile.ZipInfo(arcname, (2020, 1, 1, 0, 0, 0))
+            info.compress_type = zipfile.ZIP_DEFLATED
+            info.external_attr = 0o644 << 16
+            wheel.writestr(info, data)
     return name
 
 
