@@ -146,6 +146,32 @@ describe("the Python SDK and the host recipes (python3 -m unittest)", () => {
   );
 });
 
+describe("the Python package", () => {
+  it("installs with pip offline (--no-index --no-build-isolation), pulling in nothing", () => {
+    const venv = join(dir, "venv");
+    const run = (command: string, args: string[]) => {
+      const done = spawnSync(command, args, { cwd: join(dir), encoding: "utf8", timeout: 120_000 });
+      expect(done.status, `${done.stdout}\n${done.stderr}`).toBe(0);
+      return done.stdout;
+    };
+    run("python3", ["-m", "venv", venv]);
+    const before = run(join(venv, "bin/python"), ["-m", "pip", "freeze", "--all"]);
+    const pip = ["-m", "pip", "install", "--no-index", "--no-build-isolation"];
+    run(join(venv, "bin/python"), [...pip, join(root, "sdk-python")]);
+    const after = run(join(venv, "bin/python"), ["-m", "pip", "freeze", "--all"]);
+    expect(after.split("\n").filter((line) => line && !before.includes(line))).toEqual([
+      `airlock-sdk @ file://${join(root, "sdk-python")}`,
+    ]);
+    // Imported from the install, not the checkout: the package, its exec transport, py.typed.
+    const where = run(join(venv, "bin/python"), [
+      "-c",
+      "import airlock_sdk, airlock_sdk.exec, pathlib; p = pathlib.Path(airlock_sdk.__file__).parent; print(p, (p / 'py.typed').exists())",
+    ]).trim();
+    expect(where.startsWith(join(venv, "lib"))).toBe(true);
+    expect(where.endsWith("/site-packages/airlock_sdk True")).toBe(true);
+  }, 180_000);
+});
+
 /**
  * On s3 the client's downloads follow the relay's redirect to the store (without the bearer);
  * the exec and recipe modules move the same bytes either way and run on r2 only (time).
