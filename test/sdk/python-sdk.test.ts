@@ -6,6 +6,7 @@ import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startFakePlatforms, type FakePlatforms } from "../fixtures/platforms/start-fake-platforms";
 import { prepareShim, SHIM } from "../shim/run-shim";
+import { cleanFileName } from "../../src/names";
 import { startStrictS3, type StrictS3 } from "../fixtures/s3/strict-s3";
 import { startRelay, type RunningRelay } from "../support/relay";
 import { s3Vars } from "../support/s3-vars";
@@ -146,7 +147,44 @@ describe("the Python SDK and the host recipes (python3 -m unittest)", () => {
   );
 });
 
+/** Names a relay may hand out, or a person may send: the cases where the rule does something. */
+const NAMES = [
+  "report.pdf",
+  "../../etc/passwd",
+  "..\\..\\windows\\evil.exe",
+  "a\u202egnp.exe",
+  "zero\u200bwidth\ufeff.txt",
+  "tag\u{e0041}\u{e0042}s.txt",
+  "line\nbreak\r.txt",
+  "  spaced  ",
+  "...",
+  "/",
+  "",
+  ".env",
+  `${"x".repeat(300)}.tar.gz`,
+  `${"é".repeat(200)}.csv`,
+  `${"y".repeat(250)}.${"z".repeat(40)}`,
+  "emoji \u{1f600} ok.txt",
+];
+
 describe("the Python package", () => {
+  it("cleans names exactly as the relay's name rule does", () => {
+    const python = spawnSync(
+      "python3",
+      [
+        "-c",
+        "import json, sys\nfrom airlock_sdk.names import clean_file_name\nprint(json.dumps([clean_file_name(n, 'file') for n in json.load(sys.stdin)]))",
+      ],
+      {
+        env: { ...process.env, PYTHONPATH: join(root, "sdk-python/src") },
+        input: JSON.stringify(NAMES),
+        encoding: "utf8",
+      },
+    );
+    expect(python.status, python.stderr).toBe(0);
+    expect(JSON.parse(python.stdout)).toEqual(NAMES.map((name) => cleanFileName(name, "file")));
+  });
+
   it("installs with pip offline (--no-index --no-build-isolation), pulling in nothing", () => {
     const venv = join(dir, "venv");
     const run = (command: string, args: string[]) => {

@@ -10,7 +10,7 @@ from ._http import Call, Response, SizedBody, Transport, segment
 from .errors import AirlockError
 from .exec.collect import collect_stream
 from .exec.core import ExecAdapter
-from .exec.push import PushResult, push_stream
+from .exec.push import MAX_BASE64_BYTES, PushResult, push_stream
 from .files import FileRecord, download_to_dir, download_to_file
 
 Record = Dict[str, Any]
@@ -92,7 +92,7 @@ class _FileAccess:
         readonly: bool = False,
         overwrite: bool = False,
         compress: str = "auto",
-        max_base64_bytes: int = 16 * 1024 * 1024,
+        max_base64_bytes: int = MAX_BASE64_BYTES,
     ) -> PushResult:
         """Pushes a relay file into a sandbox at ``path`` through its exec channel (for a sandbox
         with no network): streamed through the command's stdin, checked by SHA-256 inside the

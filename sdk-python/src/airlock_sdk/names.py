@@ -16,7 +16,7 @@ _INVISIBLE = re.compile(
 
 
 def _utf8_length(text: str) -> int:
-    return len(text.encode("utf-8"))
+    return len(text.encode("utf-8", "surrogatepass"))  # JSON can carry a lone surrogate
 
 
 def truncate_utf8(text: str, max_bytes: int) -> str:
@@ -50,6 +50,8 @@ def clean_file_name(name: str, fallback: str = "file") -> str:
     """A name safe to create in a directory: the last path component only, no control, bidi
     or invisible characters, never empty or dots only (``fallback`` then), at most 255 bytes
     keeping the extension."""
+    # A lone surrogate (JSON can carry one) cannot name a file: U+FFFD, as a JS runtime writes it.
+    name = name.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
     parts = [_js_trim(part) for part in re.split(r"[/\\]", _INVISIBLE.sub("", name))]
     parts = [part for part in parts if part != ""]
     last = parts[-1] if parts else ""
