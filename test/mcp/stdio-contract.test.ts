@@ -10,6 +10,7 @@ import { promisify } from "node:util";
 import { ErrorCode, McpError, type Progress } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { humanSize } from "../../agent-shim/src/cli/human-size";
+import { toolsFor } from "../../src/mcp/tool-definitions";
 import { apiCall } from "../support/api-call";
 import { randomBytes } from "../support/bytes";
 import { failureLine, prepareShim, relayEnv, runShim } from "../shim/run-shim";
@@ -21,19 +22,9 @@ const sha256 = (bytes: Uint8Array) => createHash("sha256").update(bytes).digest(
 const MiB = 1024 * 1024;
 /** How long the store holds a PUT in the cancel case. */
 const STALL_MS = 5000;
-const SEND_JSON_FIELDS = [
-  "fileId",
-  "name",
-  "size",
-  "sha256",
-  "url",
-  "expiresAt",
-  "fileExpiresAt",
-  "status",
-  "deduped",
-  "uploadedBytes",
-  "deliveries",
-];
+/** The `send --json` fields a file's send answers, in order, as send_file's output schema lists them. */
+const SEND_JSON_FIELDS = toolsFor("stdio").find((tool) => tool.name === "send_file")!.outputSchema
+  .required!;
 
 interface Sent {
   fileId: string;
