@@ -68,7 +68,10 @@ const py = await readFile(pyPath, "utf8");
 if (!block.test(py)) throw new Error("agent-shim/airlock.py lacks its generated MCP tools block");
 await writeIfChanged(
   pyPath,
-  py.replace(block, (_, begin, end) => `${begin}MCP_SERVED = json.loads(r"""\n${json}\n""")\n${end}`),
+  py.replace(
+    block,
+    (_, begin, end) => `${begin}MCP_SERVED = json.loads(r"""\n${json}\n""")\n${end}`,
+  ),
 );
 
 const source = await readFile(outfile, "utf8");
