@@ -44,7 +44,7 @@ export default defineConfig({
         test: {
           name: "node",
           environment: "node",
-          include: ["test/{e2e,shim,fixtures,security,sdk}/**/*.test.ts"],
+          include: ["test/{e2e,shim,fixtures,security,sdk,mcp}/**/*.test.ts"],
           testTimeout: 60_000,
           hookTimeout: 120_000,
           // Two files at a time: most of a file's time is spent waiting on relays, shims and
