@@ -41,7 +41,7 @@ export default defineConfig({
         test: {
           name: "node",
           environment: "node",
-          include: ["test/{e2e,shim,fixtures,security,sdk}/**/*.test.ts"],
+          include: ["test/{e2e,shim,fixtures,security,sdk,mcp}/**/*.test.ts"],
           testTimeout: 60_000,
           hookTimeout: 120_000,
           fileParallelism: false,
