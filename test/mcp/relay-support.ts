@@ -1,12 +1,11 @@
-import { execFile } from "node:child_process";
+import { spawn } from "node:child_process";
 import { createHash } from "node:crypto";
-import { promisify } from "node:util";
+import { createReadStream } from "node:fs";
+import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import type { RunningRelay } from "../support/relay";
-
-const run = promisify(execFile);
 
 export const sha256 = (bytes: Uint8Array) => createHash("sha256").update(bytes).digest("hex");
 
@@ -36,18 +35,25 @@ export function textOf(result: CallToolResult): string {
   return first.text;
 }
 
-/** Runs the real curl; never throws: the exit code and both streams come back. */
-export async function curl(
+/**
+ * Runs the real curl in `cwd`, its stdin the file `stdin` (in `cwd`) when given; never throws:
+ * the exit code and both streams come back.
+ */
+export function curl(
   args: string[],
   cwd: string,
+  stdin?: string,
 ): Promise<{ code: number; stdout: string; stderr: string }> {
-  try {
-    const { stdout, stderr } = await run("curl", args, { cwd, maxBuffer: 64 * 1024 * 1024 });
-    return { code: 0, stdout, stderr };
-  } catch (error) {
-    const failed = error as { code?: number; stdout?: string; stderr?: string };
-    return { code: failed.code ?? -1, stdout: failed.stdout ?? "", stderr: failed.stderr ?? "" };
-  }
+  return new Promise((resolve, reject) => {
+    const child = spawn("curl", args, { cwd, stdio: [stdin ? "pipe" : "ignore", "pipe", "pipe"] });
+    if (stdin && child.stdin) createReadStream(join(cwd, stdin)).pipe(child.stdin);
+    let stdout = "";
+    let stderr = "";
+    child.stdout?.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr?.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+    child.once("error", reject);
+    child.once("close", (code) => resolve({ code: code ?? -1, stdout, stderr }));
+  });
 }
 
 /** The operator puts `bytes` in a session's inbox as `name`. */
