@@ -1,5 +1,6 @@
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
+import { AjvJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/ajv";
 import {
   CallToolRequestSchema,
   ErrorCode,
@@ -10,13 +11,17 @@ import {
 import { AppError } from "../errors";
 import { logEvent } from "../log";
 import { SHIM_VERSION } from "../shim/bundle.generated";
-import { ZodJsonSchemaCheck } from "./json-schema-check";
+import { checkArguments } from "../../agent-shim/src/mcp/arguments";
 import { TOOL_CALLS, type ToolContext } from "./tool-calls";
 import { toolsFor } from "./tool-definitions";
 
 /** The relay's tools as `tools/list` answers them: one source with the shims' (tool-definitions.ts). */
 const TOOLS = toolsFor("relay");
-const checks = new ZodJsonSchemaCheck();
+/**
+ * The SDK's JSON Schema checker, made once per isolate rather than per request (it is only
+ * used for client answers this server never asks for: elicitation).
+ */
+let schemaChecks: AjvJsonSchemaValidator | undefined;
 
 /**
  * Answers one MCP request (`POST /mcp`) for an authenticated session: a fresh server and a
@@ -27,7 +32,10 @@ const checks = new ZodJsonSchemaCheck();
 export async function answerMcp(context: ToolContext, request: Request): Promise<Response> {
   const server = new Server(
     { name: "airlock", version: SHIM_VERSION },
-    { capabilities: { tools: {} }, jsonSchemaValidator: checks },
+    {
+      capabilities: { tools: {} },
+      jsonSchemaValidator: (schemaChecks ??= new AjvJsonSchemaValidator()),
+    },
   );
   server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: TOOLS }));
   server.setRequestHandler(CallToolRequestSchema, (call) =>
@@ -49,16 +57,31 @@ async function callTool(
   const tool = TOOLS.find((candidate) => candidate.name === name);
   const call = TOOL_CALLS[name];
   if (!tool || !call) throw new McpError(ErrorCode.InvalidParams, `no tool named ${name}`);
-  const check = checks.getValidator<Record<string, unknown>>(tool.inputSchema)(args);
-  if (!check.valid) return failure(`invalid arguments to ${name}: ${check.errorMessage}`);
+  // Checked and worded as `airlock mcp` checks them: one wording on both servers.
+  const checked = checkArguments(name, tool.inputSchema, args);
+  if ("problem" in checked) return failure(checked.problem);
   try {
-    const { text, structured } = await call.run(context, check.data);
+    const { text, structured } = await call.run(context, checked.args);
     return { content: [{ type: "text", text }], structuredContent: structured };
   } catch (error) {
     if (!(error instanceof AppError)) throw error;
     logEvent("mcp_tool_refused", { sessionId: context.session.id, tool: name, code: error.code });
-    return failure(`relay refused ${call.action(check.data)}: ${error.code}: ${error.message}`);
+    const line = `relay refused ${call.action(checked.args)}: ${error.code}: ${error.message}`;
+    return failure(inToolWords(line));
   }
+}
+
+/** The relay's body fields, as the tools call them (`airlock mcp` does the same). */
+const ARGUMENT_NAMES: Record<string, string> = {
+  ttlSeconds: "expires",
+  maxBytes: "max_bytes",
+  maxDownloads: "max_downloads",
+};
+
+function inToolWords(line: string): string {
+  return line.replace(/\b(ttlSeconds|maxBytes|maxDownloads): /, (_, field: string) => {
+    return `${ARGUMENT_NAMES[field]}: `;
+  });
 }
 
 function failure(line: string): CallToolResult {

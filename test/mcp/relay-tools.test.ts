@@ -157,7 +157,18 @@ describe.each(["r2", "s3"] as const)("POST /mcp tools (%s)", (storage) => {
 
   it("refuses bad input as a tool result with one clear line", async () => {
     const cases: [string, Record<string, unknown>, string][] = [
-      ["remove_file", {}, "invalid arguments to remove_file: file_id: required"],
+      ["remove_file", {}, "remove_file needs file_id"],
+      [
+        "request_file",
+        { max_bytes: 6_000_000_000 },
+        "relay refused the upload link request: invalid_request: max_bytes: must be at most " +
+          "5368709120 (MAX_FILE_BYTES, the largest file this relay takes)",
+      ],
+      [
+        "create_upload",
+        { name: "x.bin", path: "x.bin" },
+        "create_upload has no argument path; it takes only name, size",
+      ],
       [
         "create_upload",
         { name: "a/b.txt" },
@@ -166,7 +177,7 @@ describe.each(["r2", "s3"] as const)("POST /mcp tools (%s)", (storage) => {
       [
         "share_link",
         { file_id: "fil_nope", expires: "soon" },
-        "invalid arguments to share_link: expires: Invalid string: must match pattern /^(\\d+|(\\d+[smhdw])+)$/",
+        `share_link: expires "soon" does not match ^(\\d+|(\\d+[smhdw])+)$`,
       ],
       [
         "deliver_file",
