@@ -60,9 +60,9 @@ export const TOOL_CALLS: Record<string, ToolCall> = {
       const text = [
         `Upload URL for ${created.name}, single use, until ${created.expiresAt}. Run:`,
         created.command,
-        "(with the file's path in place of its name if it is elsewhere). curl prints the stored " +
-          "file's record; its `url` is the share link. A gzipped file goes with " +
-          "-H 'Content-Encoding: gzip' (then give `size`, the size unzipped).",
+        `(put the file's path in place of ${shellWord(created.name)} if it is elsewhere). curl ` +
+          "prints the stored file's record; its `url` is the share link. A gzipped file goes " +
+          "with -H 'Content-Encoding: gzip' (then give `size`, the size unzipped).",
       ].join("\n");
       return { text, structured: { ...created } };
     },
