@@ -52,7 +52,8 @@ describe("POST /mcp auth and URL lifetimes (r2)", () => {
     return { status: response.status, body: (await response.json()) as unknown };
   }
 
-  it("answers a missing, wrong or revoked token with 401 before any MCP processing", async () => {
+  it("answers a missing, wrong, expired or revoked token with 401 before any MCP processing", async () => {
+    const expiring = await relay.mintSession({ ttlSeconds: 1 });
     const revoked = await relay.mintSession();
     const gone = await fetch(`${relay.url}/v1/sessions/${revoked.sessionId}`, {
       method: "DELETE",
@@ -69,6 +70,15 @@ describe("POST /mcp auth and URL lifetimes (r2)", () => {
       expect(response.headers.get("www-authenticate")).toBe('Bearer realm="airlock"');
       expect(await refusal(response)).toEqual({ status: 401, body: { error: { code, message } } });
     }
+    await new Promise((resolve) =>
+      setTimeout(resolve, Math.max(0, Date.parse(expiring.expiresAt) - Date.now()) + 50),
+    );
+    const expired = await post(`Bearer ${expiring.token}`);
+    expect(expired.headers.get("www-authenticate")).toBe('Bearer realm="airlock"');
+    expect(await refusal(expired)).toEqual({
+      status: 401,
+      body: { error: { code: "invalid_token", message: "token is invalid or expired" } },
+    });
     await expect(mcpClient(relay, revoked.token)).rejects.toMatchObject({
       code: 401,
       message: expect.stringMatching(/session_revoked/),
