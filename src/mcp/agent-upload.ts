@@ -57,10 +57,11 @@ export async function createAgentUpload(
     if (refusal) throw refusal;
     if (relayLimit !== undefined && args.size > relayLimit) throw overRelayLimit(relayLimit);
   }
-  const expiresAt = Math.min(
-    deps.now() + deps.config.uploadUrlTtlSeconds * 1000,
-    session.expiresAt,
-  );
+  // Whole seconds, as the token carries them: rounded up, the URL lives at least the TTL.
+  const expiresAt =
+    Math.ceil(
+      Math.min(deps.now() + deps.config.uploadUrlTtlSeconds * 1000, session.expiresAt) / 1000,
+    ) * 1000;
   const token = await createUploadToken(deps.config.signingKey, {
     sessionId: session.id,
     name: args.name,
@@ -73,7 +74,7 @@ export async function createAgentUpload(
     url,
     name: args.name,
     maxBytes: args.size ?? Math.min(deps.config.maxFileBytes, relayLimit ?? Infinity),
-    expiresAt: new Date(Math.floor(expiresAt / 1000) * 1000).toISOString(),
+    expiresAt: new Date(expiresAt).toISOString(),
     command: `curl --fail-with-body -sS -T ${shellWord(args.name)} '${url}'`,
   };
 }

@@ -35,7 +35,8 @@ export async function inboxDownloads(
   origin: string,
 ): Promise<InboxDownload[]> {
   const records = await listReadyInbox(deps, sessionId, origin);
-  const expiresAt = deps.now() + deps.config.mcpDownloadTtlSeconds * 1000;
+  // Whole seconds, as the token carries them, rounded up: a URL lives at least the TTL.
+  const expiresAt = Math.ceil(deps.now() / 1000 + deps.config.mcpDownloadTtlSeconds) * 1000;
   return Promise.all(
     records.map(async (record) => {
       const token = await createDownloadToken(deps.config.signingKey, record.itemId, expiresAt);
@@ -48,7 +49,7 @@ export async function inboxDownloads(
         contentType: record.contentType,
         source: record.source,
         downloadUrl: `${origin}/mcp/downloads/${token}`,
-        expiresAt: new Date(Math.floor(expiresAt / 1000) * 1000).toISOString(),
+        expiresAt: new Date(expiresAt).toISOString(),
       };
     }),
   );

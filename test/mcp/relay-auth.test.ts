@@ -21,14 +21,14 @@ const INITIALIZE = JSON.stringify({
 
 /**
  * Who may use `/mcp` and the URLs it hands out, and for how long: bearer auth before any MCP
- * processing, the operator refused, download URLs that expire (a 1-second lifetime here).
+ * processing, the operator refused, download URLs that expire (a 2-second lifetime here).
  */
 describe("POST /mcp auth and URL lifetimes (r2)", () => {
   let relay: RunningRelay;
   let dir: string;
 
   beforeAll(async () => {
-    relay = await startRelay({ vars: { MCP_DOWNLOAD_TTL_SECONDS: "1" } });
+    relay = await startRelay({ vars: { MCP_DOWNLOAD_TTL_SECONDS: "2" } });
     dir = await mkdtemp(join(tmpdir(), "airlock-mcp-auth-"));
   });
   afterAll(async () => {
@@ -116,7 +116,10 @@ describe("POST /mcp auth and URL lifetimes (r2)", () => {
     try {
       const bytes = randomBytes(10_000);
       await seed(relay, session.sessionId, "late.bin", bytes);
+      const asked = Date.now();
       const [item] = itemsOf(await callTool(client, "receive_files"));
+      // Rounded up to the token's whole seconds: a URL lives at least its TTL.
+      expect(Date.parse(item!.expiresAt)).toBeGreaterThanOrEqual(asked + 2000);
       const wait = Date.parse(item!.expiresAt) - Date.now();
       await new Promise((resolve) => setTimeout(resolve, Math.max(0, wait) + 50));
       const late = await curl(["--fail-with-body", "-sS", item!.downloadUrl], dir);
