@@ -81,11 +81,15 @@ export async function serve(tools: ServedTool[], instructions: string): Promise<
     setMaxListeners(0, cancel.signal); // every request of the call listens to it
     const context: ToolCall = { signal: cancel.signal };
     const token = (meta as { progressToken?: unknown } | undefined)?.progressToken;
-    if (typeof token === "string" || typeof token === "number") {
-      context.progress = progressReporter(token, send);
+    const progress = isId(token) ? new ProgressNotifier(token, send) : undefined;
+    if (progress) {
+      context.progress = (done, total, label) => progress.report(done, total, label);
+      // A cancelled call says nothing more, progress included.
+      cancel.signal.addEventListener("abort", () => progress.stop(), { once: true });
     }
     const done = runInCall(context, () => runTool(tool, args))
       .then((result) => {
+        progress?.stop(); // nothing after the answer
         if (!cancel.signal.aborted) send({ id, result });
       })
       .finally(() => running.delete(id));
@@ -183,18 +187,47 @@ async function runTool(tool: ServedTool, args: unknown): Promise<ToolResult> {
   }
 }
 
-/** Sends `notifications/progress` for a call: rising, and at most every 100 ms (and at the end). */
-function progressReporter(token: Id, send: (message: object) => void): ToolCall["progress"] {
-  let last = 0;
-  let sentAt = 0;
-  return (done, total, label) => {
-    const now = Date.now();
-    if (done <= last || (done < total && now - sentAt < PROGRESS_EVERY_MS)) return;
-    last = done;
-    sentAt = now;
-    const params = { progressToken: token, progress: done, total, message: label };
-    send({ method: "notifications/progress", params });
-  };
+/**
+ * `notifications/progress` for one call: only rising, at most every 100 ms, the last figure of
+ * a quiet spell sent when the spell ends (a transfer that stalls still reports how far it got),
+ * and the end at once.
+ */
+class ProgressNotifier {
+  private last = 0;
+  private sentAt = 0;
+  private latest: { done: number; total: number; label: string } | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  private stopped = false;
+
+  constructor(
+    private readonly token: Id,
+    private readonly send: (message: object) => void,
+  ) {}
+
+  report(done: number, total: number, label: string): void {
+    if (this.stopped || done <= this.last) return;
+    this.latest = { done, total, label };
+    const wait = this.sentAt + PROGRESS_EVERY_MS - Date.now();
+    if (done >= total || wait <= 0) return this.flush();
+    this.timer ??= setTimeout(() => this.flush(), wait);
+  }
+
+  /** No more notifications: the call has answered. */
+  stop(): void {
+    this.stopped = true;
+    clearTimeout(this.timer);
+  }
+
+  private flush(): void {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    if (this.stopped || this.latest === undefined || this.latest.done <= this.last) return;
+    const { done, total, label } = this.latest;
+    this.last = done;
+    this.sentAt = Date.now();
+    const params = { progressToken: this.token, progress: done, total, message: label };
+    this.send({ method: "notifications/progress", params });
+  }
 }
 
 function isId(value: unknown): value is Id {
