@@ -2,6 +2,7 @@ import type { z } from "zod";
 import type { Session } from "../db/sessions";
 import { deleteFile, listFiles } from "../db/files";
 import type { Deps } from "../deps";
+import { bytesToHex } from "../encoding";
 import { AppError } from "../errors";
 import { visibleFile } from "../routes/files";
 import { deliverBody, deliverFile } from "../services/deliver";
@@ -132,7 +133,15 @@ export const TOOL_CALLS: Record<string, ToolCall> = {
       const { deps, session, origin } = context;
       const file = await visibleFile(deps, caller(context), str(args.file_id) ?? "");
       const body = checked(deliverBody, { to: str(args.to), caption: str(args.caption) });
-      const delivery = await deliverFile(deps, session, file, body, undefined, origin);
+      // The same key `airlock send --to` sends: the tool is idempotent (its annotations say
+      // so), so asking again answers the first delivery rather than posting twice.
+      const key = bytesToHex(
+        await crypto.subtle.digest(
+          "SHA-256",
+          new TextEncoder().encode(JSON.stringify([file.id, body.to, body.caption ?? null])),
+        ),
+      );
+      const delivery = await deliverFile(deps, session, file, body, key, origin);
       const text =
         delivery.status === "delivered"
           ? `delivered ${file.name} to ${delivery.to} (${delivery.mode})`

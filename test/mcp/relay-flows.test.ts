@@ -60,9 +60,17 @@ describe("POST /mcp with chats and people (r2, fake Telegram)", () => {
       method: "sendDocument",
     });
     expect(textOf(delivered)).toBe(`delivered table.bin to telegram:${chat} (native)`);
-    const [sent] = telegram.requests("sendDocument").filter((r) => r.fields.chat_id === chat);
-    expect(sent?.fields.caption).toBe("the table");
-    expect(sent?.files[0]).toMatchObject({ filename: "table.bin", sha256: sha256(bytes) });
+    // Asked again with the same arguments (an idempotent tool), it answers the same delivery.
+    const again = await callTool(client, "deliver_file", {
+      file_id: record.fileId,
+      to: `telegram:${chat}`,
+      caption: "the table",
+    });
+    expect(again.structuredContent).toEqual(delivered.structuredContent);
+    const sent = telegram.requests("sendDocument").filter((r) => r.fields.chat_id === chat);
+    expect(sent).toHaveLength(1);
+    expect(sent[0]?.fields.caption).toBe("the table");
+    expect(sent[0]?.files[0]).toMatchObject({ filename: "table.bin", sha256: sha256(bytes) });
 
     const refused = await callTool(client, "deliver_file", {
       file_id: record.fileId,
