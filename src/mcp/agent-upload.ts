@@ -141,7 +141,13 @@ export async function receiveAgentUpload(
             ingest(deps, { ...input, ...staged }),
           );
   } catch (error) {
-    await raw.cancel().catch(() => {});
+    if (error instanceof AppError && error.code === "payload_too_large") {
+      // Worded by the staging for upload links: say it of this URL.
+      throw new AppError(
+        "payload_too_large",
+        `the file ran past ${limit} bytes, the most this upload URL takes; nothing was kept`,
+      );
+    }
     throw guarded.fault(gzip) ?? error;
   }
   try {

@@ -19,12 +19,15 @@ export function guardedBody(
   source: ReadableStream<Uint8Array>,
   size: number | undefined,
 ): GuardedBody {
-  const reader = source.getReader();
+  // Taken on the first read: a body refused before it is read stays unlocked, for the runtime
+  // to discard.
+  let reader: ReadableStreamDefaultReader<Uint8Array> | undefined;
   let seen = 0;
   let problem: { kind: "long" | "short" | "read"; detail?: string } | null = null;
   const body = new ReadableStream<Uint8Array>(
     {
       async pull(controller) {
+        reader ??= source.getReader();
         let next: ReadableStreamReadResult<Uint8Array>;
         try {
           next = await reader.read();
@@ -50,7 +53,7 @@ export function guardedBody(
         controller.enqueue(next.value);
       },
       async cancel(reason) {
-        await reader.cancel(reason).catch(() => {});
+        await (reader ?? source).cancel(reason).catch(() => {});
       },
     },
     { highWaterMark: 0 },

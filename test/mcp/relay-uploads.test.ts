@@ -15,6 +15,9 @@ import { callTool, curl, mcpClient, sha256 } from "./relay-support";
  * without a length, gzip with or without a declared size, the wrong length, bytes that are not
  * gzip, two PUTs racing. A refused PUT stores nothing and leaves the URL usable.
  */
+/** The test relays' largest file: small, so a body over it is cheap to send. */
+const MAX_FILE_BYTES = 2_000_000;
+
 describe.each(["r2", "s3"] as const)("create_upload URLs (%s)", (storage) => {
   let s3: StrictS3 | undefined;
   let relay: RunningRelay;
@@ -23,7 +26,8 @@ describe.each(["r2", "s3"] as const)("create_upload URLs (%s)", (storage) => {
 
   beforeAll(async () => {
     if (storage === "s3") s3 = await startStrictS3();
-    relay = await startRelay({ storage, vars: s3 ? s3Vars(s3) : {} });
+    const vars = { MAX_FILE_BYTES: String(MAX_FILE_BYTES), ...(s3 ? s3Vars(s3) : {}) };
+    relay = await startRelay({ storage, vars });
     dir = await mkdtemp(join(tmpdir(), "airlock-mcp-uploads-"));
     client = await mcpClient(relay, (await relay.mintSession()).token);
   });
@@ -124,6 +128,23 @@ describe.each(["r2", "s3"] as const)("create_upload URLs (%s)", (storage) => {
     await writeFile(join(dir, "100.bin"), bytes);
     const stored = await put("100.bin", url);
     expect(stored).toMatchObject({ code: 0, body: { name: "exact.bin", sha256: sha256(bytes) } });
+  });
+
+  // A chunked body over it is cut off as it runs past (test/routes/mcp-uploads.test.ts): under
+  // wrangler dev, the Worker restarts after answering a chunked body early (PUT /u/ alike).
+  it("refuses a file whose length is over MAX_FILE_BYTES before reading it", async () => {
+    await writeFile(join(dir, "huge.bin"), randomBytes(MAX_FILE_BYTES + 500_000));
+    const url = await uploadUrl("huge.bin");
+    expect(await put("huge.bin", url)).toEqual({
+      code: 22,
+      body: {
+        error: {
+          code: "file_too_large",
+          message: "file is 2.5 MB; the relay takes files up to 2.0 MB",
+        },
+      },
+    });
+    expect(await fileNames()).not.toContain("huge.bin");
   });
 
   it("takes exactly one file when three PUTs race for the same URL", async () => {
