@@ -1,4 +1,5 @@
 import { sign, verify } from "../auth/hmac";
+import { isCanonicalBase64Url } from "../auth/share-link";
 import { base64UrlToBytes, bytesToBase64Url } from "../encoding";
 import { AppError } from "../errors";
 
@@ -56,7 +57,13 @@ export async function verifyUploadToken(
   now: number,
 ): Promise<UploadGrant> {
   const match = /^([A-Za-z0-9_-]{1,2048})\.([A-Za-z0-9_-]{43})$/.exec(token);
-  if (!match || !(await verify(signingKey, "mcp-upload", match[1]!, match[2]!))) {
+  // Only the spelling the relay wrote is the URL (a base64url signature's last character has
+  // four that decode alike).
+  if (
+    !match ||
+    !isCanonicalBase64Url(match[2]!) ||
+    !(await verify(signingKey, "mcp-upload", match[1]!, match[2]!))
+  ) {
     throw new AppError("upload_not_found", "no such upload URL");
   }
   const payload = JSON.parse(decoder.decode(base64UrlToBytes(match[1]!))) as UploadPayload;
@@ -98,7 +105,11 @@ export async function verifyDownloadToken(
   now: number,
 ): Promise<string> {
   const match = /^((inb_[A-Za-z0-9_-]{22})\.(\d{1,12}))\.([A-Za-z0-9_-]{43})$/.exec(token);
-  if (!match || !(await verify(signingKey, "mcp-download", match[1]!, match[4]!))) {
+  if (
+    !match ||
+    !isCanonicalBase64Url(match[4]!) ||
+    !(await verify(signingKey, "mcp-download", match[1]!, match[4]!))
+  ) {
     throw new AppError("not_found", "no such download URL");
   }
   if (Number(match[3]) * 1000 <= now) {

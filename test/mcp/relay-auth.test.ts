@@ -135,11 +135,19 @@ describe("POST /mcp auth and URL lifetimes (r2)", () => {
       const fresh = await fetch(again!.downloadUrl);
       expect(sha256(new Uint8Array(await fresh.arrayBuffer()))).toBe(sha256(bytes));
 
-      const forged = again!.downloadUrl.replace(/.$/, (c) => (c === "A" ? "B" : "A"));
-      expect(await refusal(await fetch(forged))).toEqual({
-        status: 404,
-        body: { error: { code: "not_found", message: "no such download URL" } },
-      });
+      // Another signature, and another spelling of the same one (its last character's low
+      // bits are padding): neither is the URL the relay wrote.
+      const url = again!.downloadUrl;
+      const at = url.length - 20;
+      const forged = url.slice(0, at) + (url[at] === "A" ? "B" : "A") + url.slice(at + 1);
+      const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+      const respelled = url.slice(0, -1) + alphabet[alphabet.indexOf(url.at(-1)!) ^ 1];
+      for (const wrong of [forged, respelled]) {
+        expect(await refusal(await fetch(wrong))).toEqual({
+          status: 404,
+          body: { error: { code: "not_found", message: "no such download URL" } },
+        });
+      }
     } finally {
       await client.close();
     }
