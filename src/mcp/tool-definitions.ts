@@ -407,6 +407,14 @@ export const TOOL_DEFINITIONS: readonly ToolDefinition[] = [
   DELIVER_FILE,
 ];
 
+/** What the stdio server's `initialize` tells the client (and through it the model). */
+export const STDIO_INSTRUCTIONS =
+  "Airlock moves files between this sandbox and people. send_file uploads a file (or a " +
+  "directory, as one archive) and answers a share link, and can post it to a chat; " +
+  "receive_files writes the files people sent into the inbox directory and says where; " +
+  "request_file makes an upload link to give a person. share_link, list_files and " +
+  "remove_file manage the files already sent.";
+
 /** MCP's `Tool`: what `tools/list` answers for one tool. */
 export type McpTool = Omit<ToolDefinition, "servers">;
 

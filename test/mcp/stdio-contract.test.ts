@@ -10,6 +10,7 @@ import { promisify } from "node:util";
 import { ErrorCode, McpError, type Progress } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { humanSize } from "../../agent-shim/src/cli/human-size";
+import { toolsFor } from "../../src/mcp/tool-definitions";
 import { apiCall } from "../support/api-call";
 import { randomBytes } from "../support/bytes";
 import { failureLine, prepareShim, relayEnv, runShim } from "../shim/run-shim";
@@ -21,19 +22,9 @@ const sha256 = (bytes: Uint8Array) => createHash("sha256").update(bytes).digest(
 const MiB = 1024 * 1024;
 /** How long the store holds a PUT in the cancel case. */
 const STALL_MS = 5000;
-const SEND_JSON_FIELDS = [
-  "fileId",
-  "name",
-  "size",
-  "sha256",
-  "url",
-  "expiresAt",
-  "fileExpiresAt",
-  "status",
-  "deduped",
-  "uploadedBytes",
-  "deliveries",
-];
+/** The `send --json` fields a file's send answers, in order, as send_file's output schema lists them. */
+const SEND_JSON_FIELDS = toolsFor("stdio").find((tool) => tool.name === "send_file")!.outputSchema
+  .required!;
 
 interface Sent {
   fileId: string;
@@ -227,10 +218,13 @@ describe.each(["r2", "s3"] as const)("airlock mcp against the relay on %s", (bac
       await expect(sending).rejects.toThrow();
       expect(progress[0]).toMatchObject({ total: bytes.length });
       expect(progress.at(-1)!.progress).toBeLessThan(bytes.length);
-      expect(backend.proxy.pendingFaults()).toEqual([]);
       // Once the store reads on, it finds the shim gave up the PUT (it never finished it, so
       // the file cannot have been registered after the checks below).
-      const stalled = backend.proxy.requests.find((r) => r.fault === "stall")!;
+      const stalled = await vi.waitFor(() => {
+        const put = backend.proxy.requests.find((r) => r.fault === "stall");
+        expect(put).toBeDefined();
+        return put!;
+      });
       const settled = () => expect(stalled.clientGone || stalled.status !== 0).toBe(true);
       await vi.waitFor(settled, { timeout: STALL_MS + 20_000, interval: 100 });
       expect(stalled).toMatchObject({ clientGone: true, status: 0 });
@@ -284,5 +278,23 @@ describe.each(["r2", "s3"] as const)("airlock mcp against the relay on %s", (bac
       await expect(unknown).rejects.toMatchObject({ code: ErrorCode.InvalidParams });
       await expect(mcp.client.ping()).resolves.toEqual({});
     });
+  });
+});
+
+describe("the POSIX shim", () => {
+  it("refuses mcp with one line and exit 2", async () => {
+    const scratch = await mkdtemp(join(tmpdir(), "airlock-mcp-posix-"));
+    try {
+      const posix = (await shimDrivers(scratch)).find((d) => d.name === "posix")!;
+      const result = await runDriver(posix, ["mcp"], { env: {}, cwd: scratch, home: scratch });
+      expect(result.code).toBe(2);
+      expect(result.stdout).toBe("");
+      expect(failureLine(result)).toBe(
+        "airlock: mcp is not supported by the POSIX shim; use the Node or Python shim " +
+          "($AIRLOCK_URL/shim/airlock.mjs or airlock.py)",
+      );
+    } finally {
+      await rm(scratch, { recursive: true, force: true });
+    }
   });
 });

@@ -410,7 +410,7 @@ describe("the Python shim's extraction, word for word the Node shim's", () => {
     // Its global usage line leaves out tool-schema, which only the Node shim has.
     const env = relayEnv(relay.url, TOKEN);
     const usage =
-      "usage: airlock <send|get|pull|request|link|rm|ls> ... | airlock <command> --help | airlock --help | airlock --version";
+      "usage: airlock <send|get|pull|request|link|rm|ls|mcp> ... | airlock <command> --help | airlock --help | airlock --version";
     for (const [args, line] of [
       [["frobnicate"], `airlock: unknown command frobnicate; ${usage}`],
       [[], `airlock: no command given; ${usage}`],

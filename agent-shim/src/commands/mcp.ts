@@ -3,7 +3,8 @@ import { UsageError } from "../cli/errors.js";
 import { USAGE, commandHelp } from "../cli/help.js";
 import { print } from "../cli/output.js";
 import { serve } from "../mcp/server.js";
-import { INSTRUCTIONS, stdioTools } from "../mcp/tools.js";
+import { stdioTools } from "../mcp/tools.js";
+import { STDIO_INSTRUCTIONS } from "../../../src/mcp/tool-definitions.js";
 
 const OPTIONS = {
   help: { type: "boolean", short: "h" },
@@ -19,7 +20,7 @@ export async function mcp(args: string[]): Promise<void> {
   const { values, positionals } = parseCommandArgs(args, OPTIONS, USAGE.mcp);
   if (values.help) return print(commandHelp("mcp"));
   if (positionals.length > 0) throw new UsageError(`mcp takes no arguments; usage: ${USAGE.mcp}`);
-  await serve(stdioTools(), INSTRUCTIONS);
+  await serve(stdioTools(), STDIO_INSTRUCTIONS);
   // Keep-alive sockets to the relay would hold the process up for seconds more.
   process.exit(0);
 }

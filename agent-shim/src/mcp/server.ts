@@ -1,5 +1,5 @@
 import { setMaxListeners } from "node:events";
-import { createInterface } from "node:readline";
+import type * as Readline from "node:readline";
 import type { McpTool } from "../../../src/mcp/tool-definitions.js";
 import { CliError } from "../cli/errors.js";
 import { failureLine } from "../cli/output.js";
@@ -152,6 +152,9 @@ export async function serve(tools: ServedTool[], instructions: string): Promise<
     running.get(requestId)?.cancel.abort(typeof reason === "string" ? reason : "cancelled");
   };
 
+  // node:readline is loaded here, not at start-up: the other commands never need it.
+  // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded on first use, by design
+  const { createInterface } = require("node:readline") as typeof Readline;
   const lines = createInterface({ input: process.stdin, crlfDelay: Infinity });
   for await (const line of lines) if (line.trim() !== "") receive(line);
   const left = [...running.values()];

@@ -23,11 +23,3 @@ export function stdioTools(): ServedTool[] {
     return { definition, run };
   });
 }
-
-/** What `initialize` tells the client (and through it the model) about the server. */
-export const INSTRUCTIONS =
-  "Airlock moves files between this sandbox and people. send_file uploads a file (or a " +
-  "directory, as one archive) and answers a share link, and can post it to a chat; " +
-  "receive_files writes the files people sent into the inbox directory and says where; " +
-  "request_file makes an upload link to give a person. share_link, list_files and " +
-  "remove_file manage the files already sent.";
