@@ -265,6 +265,9 @@ Environment
   AIRLOCK_GZIP_LEVEL     gzip level 1-9 used when compressing pays (default 1)
   AIRLOCK_UPLOAD_CONCURRENCY
                          parts of a large upload in flight at once, 1-16 (default 4)
+  AIRLOCK_MULTIPART_THRESHOLD
+                         stored bytes above which a send goes in parts (default 64 MiB,
+                         at least 8 MiB)
 
 Exit status: 0 success, 1 failure (a failed delivery or pulled file included: the
 others still go through), 2 usage or configuration error, %(timeout_exit)d pull --wait --timeout
@@ -918,9 +921,16 @@ def part_count(stored_size, part_size):
     return max(1, -(-stored_size // part_size))
 
 
+def multipart_threshold():
+    """Stored bytes above which a send goes up in parts: AIRLOCK_MULTIPART_THRESHOLD, at least
+    one smallest part, else 64 MiB (as the Node shim)."""
+    raw = os.environ.get("AIRLOCK_MULTIPART_THRESHOLD", "").strip()
+    return max(MIN_PART_BYTES, int(raw)) if raw.isdigit() else MULTIPART_THRESHOLD_BYTES
+
+
 def digest_part_size(size, may_grow):
     largest = max_stored_size(size) if may_grow else size
-    return part_size_for(size) if largest > MULTIPART_THRESHOLD_BYTES else None
+    return part_size_for(size) if largest > multipart_threshold() else None
 
 
 class Digests(object):
@@ -1226,7 +1236,7 @@ class Sender(object):
 
     def send_stored(self, declaration, stored, source):
         """Declares the stored form, stores the bytes and completes: (file, deduped, uploaded)."""
-        if declaration["storedSize"] > MULTIPART_THRESHOLD_BYTES:
+        if declaration["storedSize"] > multipart_threshold():
             return self.send_in_parts(declaration, stored, source)
         answer = self.relay.declare(declaration)
         if answer["status"] == "deduped":

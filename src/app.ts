@@ -4,7 +4,7 @@ import type { AppEnv } from "./app-env";
 import { readConfig, type Config } from "./config";
 import type { Deps } from "./deps";
 import type { Bindings } from "./env";
-import { AppError } from "./errors";
+import { AppError, codeForStatus, ERRORS } from "./errors";
 import { loggablePath, logEvent } from "./log";
 import { blobUploads } from "./routes/blob-uploads";
 import { createPlatforms, type Platforms } from "./platforms";
@@ -95,8 +95,9 @@ app.onError((error, c) => {
     return c.json({ error: { code: error.code, message: error.message } }, error.status);
   }
   if (error instanceof HTTPException && error.status < 500) {
+    const code = codeForStatus(error.status);
     return c.json(
-      { error: { code: "invalid_request", message: error.message || "bad request" } },
+      { error: { code, message: error.message || ERRORS[code].message } },
       error.status,
     );
   }

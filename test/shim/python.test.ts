@@ -9,7 +9,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { startRelay, type RunningRelay } from "../support/relay";
+import { type RunningRelay } from "../support/relay";
+import { sharedRelay } from "../support/shared-relay";
 import { TOKEN, startFakeRelay, type FakeRelay } from "./fake-relay";
 import { failureLine, prepareShim, relayEnv } from "./run-shim";
 import {
@@ -45,7 +46,7 @@ describe("the Python shim in an image with only Python", () => {
   let relay: RunningRelay;
 
   beforeAll(async () => {
-    relay = await startRelay();
+    relay = sharedRelay();
   }, 120_000);
   afterAll(async () => {
     await relay?.stop();

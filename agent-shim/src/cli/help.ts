@@ -182,7 +182,10 @@ const ENVIRONMENT = `Environment
   AIRLOCK_RETRY_BASE_MS  first retry delay in milliseconds, doubled each time (default 250)
   AIRLOCK_GZIP_LEVEL     gzip level 1-9 used when compressing pays (default 1)
   AIRLOCK_UPLOAD_CONCURRENCY
-                         parts of a large upload in flight at once, 1-16 (default 4)`;
+                         parts of a large upload in flight at once, 1-16 (default 4)
+  AIRLOCK_MULTIPART_THRESHOLD
+                         stored bytes above which a send goes in parts (default 64 MiB,
+                         at least 8 MiB)`;
 
 const EXIT_STATUS = `Exit status: 0 success, 1 failure (a failed delivery or pulled file included: the
 others still go through), 2 usage or configuration error, ${PULL_TIMEOUT_EXIT} pull --wait --timeout
