@@ -9,6 +9,7 @@ import { startStrictS3, type StrictS3 } from "../fixtures/s3/strict-s3";
 import { gzip, logText, randomBytes } from "../support/bytes";
 import { startRelay, type RunningRelay } from "../support/relay";
 import { s3Vars } from "../support/s3-vars";
+import { sharedRelay } from "../support/shared-relay";
 import { callTool, curl, itemsOf, mcpClient, seed, sha256, textOf } from "./relay-support";
 
 /**
@@ -23,8 +24,9 @@ describe.each(["r2", "s3"] as const)("POST /mcp tools (%s)", (storage) => {
   let client: Client;
 
   beforeAll(async () => {
+    // r2 with default settings is the run's shared relay; s3 needs a store of its own.
     if (storage === "s3") s3 = await startStrictS3();
-    relay = await startRelay({ storage, vars: s3 ? s3Vars(s3) : {} });
+    relay = s3 ? await startRelay({ storage, vars: s3Vars(s3) }) : sharedRelay();
     dir = await mkdtemp(join(tmpdir(), "airlock-mcp-relay-"));
     session = await relay.mintSession();
     client = await mcpClient(relay, session.token);
