@@ -11,6 +11,7 @@ import { createPlatforms, type Platforms } from "./platforms";
 import { files } from "./routes/files";
 import { home } from "./routes/home";
 import { inbox } from "./routes/inbox";
+import { mcp } from "./routes/mcp";
 import { webhooks } from "./routes/webhooks";
 import { sessions } from "./routes/sessions";
 import { sessionFiles } from "./routes/session-files";
@@ -79,7 +80,8 @@ export const app = new Hono<AppEnv>()
   .route("/d", share)
   .route("/shim", shim)
   .route("/v1/requests", requests)
-  .route("/u", uploadLinks);
+  .route("/u", uploadLinks)
+  .route("/mcp", mcp);
 
 app.notFound((c) =>
   c.json(
