@@ -57,7 +57,7 @@ Environment:
 
 This fallback sends single files as they are (no gzip, no directories, no --to) and
 pulls without --wait, --json or --extract; the Node shim at
-\$AIRLOCK_URL/shim/airlock.mjs does the rest (get, link, rm, ls, request, tool-schema).
+\$AIRLOCK_URL/shim/airlock.mjs does the rest (get, link, rm, ls, request, tool-schema, mcp).
 EOF
 }
 
@@ -701,7 +701,7 @@ case ${1:-} in
     ;;
   -h | --help | help) usage_text ;;
   -v | -V | --version) printf '%s\n' "$VERSION" ;;
-  get | ls | tool-schema | link | rm | request) not_here "$1" ;;
+  get | ls | tool-schema | link | rm | request | mcp) not_here "$1" ;;
   '') usage_error "a command is needed: send or pull (airlock --help)" ;;
   *) usage_error "unknown command: $1 (airlock --help)" ;;
 esac

@@ -17,6 +17,8 @@ export interface Config {
   fileTtlSeconds: number;
   linkTtlSeconds: number;
   uploadUrlTtlSeconds: number;
+  /** How long an inbox download URL from `/mcp`'s `receive_files` works. */
+  mcpDownloadTtlSeconds: number;
   /**
    * How long a file may stay pending before the sweep re-sends its verification (its queue
    * message was lost, or its retries ran out into the dead-letter queue).
@@ -65,6 +67,7 @@ export function readConfig(env: Bindings): Config {
     fileTtlSeconds: positiveInt(env, "FILE_TTL_SECONDS", 7 * DAY),
     linkTtlSeconds: positiveInt(env, "LINK_TTL_SECONDS", DAY),
     uploadUrlTtlSeconds: positiveInt(env, "UPLOAD_URL_TTL_SECONDS", 3600),
+    mcpDownloadTtlSeconds: positiveInt(env, "MCP_DOWNLOAD_TTL_SECONDS", 600),
     verifyResendAfterSeconds: positiveInt(env, "VERIFY_RESEND_AFTER_SECONDS", 600),
     maxFileBytes: positiveInt(env, "MAX_FILE_BYTES", 5 * GiB),
     relayUploadMaxBytes: env.RELAY_UPLOAD_MAX_BYTES

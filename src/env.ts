@@ -14,6 +14,8 @@ export interface Bindings extends Env {
   S3_ACCESS_KEY_ID?: string;
   S3_SECRET_ACCESS_KEY?: string;
   UPLOAD_URL_TTL_SECONDS?: string;
+  /** Lifetime of the inbox download URLs `/mcp`'s `receive_files` hands out. */
+  MCP_DOWNLOAD_TTL_SECONDS?: string;
   VERIFY_RESEND_AFTER_SECONDS?: string;
   /** Largest single upload through the relay itself (R2 backend): the plan's request-body limit. */
   RELAY_UPLOAD_MAX_BYTES?: string;

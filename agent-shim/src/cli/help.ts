@@ -10,8 +10,9 @@ export const USAGE = {
   rm: "airlock rm <fileId>",
   ls: "airlock ls [--json]",
   toolSchema: "airlock tool-schema [--format openai|mcp]",
+  mcp: "airlock mcp",
   global:
-    "airlock <send|get|pull|request|link|rm|ls|tool-schema> ... | airlock <command> --help | airlock --help | airlock --version",
+    "airlock <send|get|pull|request|link|rm|ls|tool-schema|mcp> ... | airlock <command> --help | airlock --help | airlock --version",
 } as const;
 
 /** The exit status `pull --wait --timeout` ends with when nothing arrived in time. */
@@ -19,7 +20,7 @@ export const PULL_TIMEOUT_EXIT = 3;
 
 /** The commands that have a help page of their own. */
 export type CommandName =
-  "send" | "get" | "pull" | "request" | "link" | "rm" | "ls" | "tool-schema";
+  "send" | "get" | "pull" | "request" | "link" | "rm" | "ls" | "tool-schema" | "mcp";
 
 interface CommandPage {
   usage: string;
@@ -158,6 +159,16 @@ receive_files (the host runs: airlock pull). Needs no relay`,
                      result)`,
     example: "airlock tool-schema --format mcp > tools.json",
   },
+  mcp: {
+    usage: USAGE.mcp,
+    about: `serve the tools of tool-schema --format mcp (send_file, receive_files,
+request_file, share_link, list_files, remove_file) over MCP on stdin and stdout,
+for an agent host to start (claude mcp add airlock -- airlock mcp); nothing but
+protocol messages on stdout. receive_files writes as pull does, read-only when
+AIRLOCK_READONLY=1. Runs until stdin closes`,
+    options: "",
+    example: "docker exec -i <sandbox> airlock mcp",
+  },
 };
 
 const HELP_OPTION = "-h, --help           show this help";
@@ -166,11 +177,15 @@ const ENVIRONMENT = `Environment
   AIRLOCK_URL            the relay's base URL, e.g. https://airlock.example.com
   AIRLOCK_TOKEN          this sandbox's session token
   ${INBOX_DIR_VAR.padEnd(22)} where pull writes without --dir (default: ./uploads)
+  AIRLOCK_READONLY       1: mcp's receive_files leaves each file read-only (pull --readonly)
   AIRLOCK_RETRIES        attempts per request before giving up (default 5)
   AIRLOCK_RETRY_BASE_MS  first retry delay in milliseconds, doubled each time (default 250)
   AIRLOCK_GZIP_LEVEL     gzip level 1-9 used when compressing pays (default 1)
   AIRLOCK_UPLOAD_CONCURRENCY
-                         parts of a large upload in flight at once, 1-16 (default 4)`;
+                         parts of a large upload in flight at once, 1-16 (default 4)
+  AIRLOCK_MULTIPART_THRESHOLD
+                         stored bytes above which a send goes in parts (default 64 MiB,
+                         at least 8 MiB)`;
 
 const EXIT_STATUS = `Exit status: 0 success, 1 failure (a failed delivery or pulled file included: the
 others still go through), 2 usage or configuration error, ${PULL_TIMEOUT_EXIT} pull --wait --timeout

@@ -92,34 +92,64 @@ export async function pull(args: string[]): Promise<void> {
     return;
   }
   if (items.length === 0) return note("nothing new in the inbox");
+  const extract = values.extract === true ? maxBytes : undefined;
+  const readonly = values.readonly === true;
+  const pulled = (result: PullResult, line: string) =>
+    print(values.json ? JSON.stringify(result) : line);
+  const failed = await pullItems(relay, items, { dir, policy, extract, readonly, pulled });
+  if (failed) process.exitCode = 1;
+}
+
+/** How `pullItems` writes, and where each file written is reported. */
+export interface PullRun {
+  dir: string;
+  policy: RetryPolicy;
+  /** Extract a `.tar.gz` holding up to this many bytes, rather than write it. */
+  extract: number | undefined;
+  readonly: boolean;
+  /** A file written, with its context line, as soon as it is there. */
+  pulled: (result: PullResult, line: string) => void;
+  /** A file that failed, in one line; by default on stderr. */
+  failed?: (message: string) => void;
+}
+
+/**
+ * Writes `items` into `run.dir` (created if missing), oldest first, acknowledging each once it
+ * is there; shared by `pull` and the `receive_files` tool. Says whether any failed.
+ */
+export async function pullItems(
+  relay: RelayClient,
+  items: InboxItem[],
+  run: PullRun,
+): Promise<boolean> {
+  const { dir, policy, extract, failed: report = warn } = run;
   await mkdir(dir, { recursive: true }).catch((err: unknown) => {
     throw fsError("create directory", dir, err);
   });
   let failed = false;
-  const extract = values.extract === true ? maxBytes : undefined;
   for (const item of items) {
     const name = pulledName(item.name);
     const which = `item ${shownId(item.itemId)} (${name})`;
     let pulled: PullResult;
     try {
       pulled = await pullItem(relay, item, name, dir, policy, extract);
-      if (values.readonly) await makeReadOnly(pulled.path);
+      if (run.readonly) await makeReadOnly(pulled.path);
     } catch (err) {
       await carryOn(relay, err);
-      warn(`could not pull ${which}, it stays in the inbox: ${(err as CliError).message}`);
+      report(`could not pull ${which}, it stays in the inbox: ${(err as CliError).message}`);
       failed = true;
       continue;
     }
-    print(values.json ? JSON.stringify(pulled) : contextLine(name, pulled));
+    run.pulled(pulled, contextLine(name, pulled));
     try {
       await relay.ack(item.itemId, name);
     } catch (err) {
       await carryOn(relay, err);
-      warn(`could not acknowledge ${which}: ${(err as CliError).message}`);
+      report(`could not acknowledge ${which}: ${(err as CliError).message}`);
       failed = true;
     }
   }
-  if (failed) process.exitCode = 1;
+  return failed;
 }
 
 /**
