@@ -13,3 +13,5 @@ ALTER TABLE upload_requests ADD COLUMN cancelled_at INTEGER;
 -- lapses a retry with the same Idempotency-Key takes the delivery over, and the sweep settles it
 -- as failed. NULL on rows from before this migration: lapsed.
 ALTER TABLE deliveries ADD COLUMN lease_until INTEGER;
+-- The sweep finds deliveries left `sending` by an attempt that stopped renewing its lease.
+CREATE INDEX deliveries_sending ON deliveries (lease_until) WHERE status = 'sending';
