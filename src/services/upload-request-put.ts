@@ -69,6 +69,7 @@ export async function putToLink(deps: Deps, token: string, put: LinkPut): Promis
           limit.bytes,
           (staged) => ingest(deps, { ...input, ...staged }),
           limit.refusal,
+          { requestId: request.id },
         );
 
   if (!(await recordRequestFile(deps.db, request.id, claim, file.id))) {

@@ -20,7 +20,8 @@ export interface Staged {
  * per body is what has arrived and is not yet sent on: never more than one part, nor more
  * than `limit`, nor more than the sender actually sent (a stalled stream pins only the bytes
  * it sent). A body that runs past `limit` is cut off at once (`overLimit`, by default
- * `413 payload_too_large`). The staging object is removed whatever happens.
+ * `413 payload_too_large`; logged with `logged`'s fields). The staging object is removed
+ * whatever happens.
  */
 export async function stageUnsized<T>(
   deps: Deps,
@@ -28,6 +29,7 @@ export async function stageUnsized<T>(
   limit: number,
   consume: (staged: Staged) => Promise<T>,
   overLimit?: AppError,
+  logged: Record<string, unknown> = {},
 ): Promise<T> {
   const reader = body.getReader();
   const pending = new PartBuffer(MIN_PART_BYTES);
@@ -39,6 +41,8 @@ export async function stageUnsized<T>(
       if (done) break;
       total += value.byteLength;
       if (total > limit) {
+        // What was read when the body was cut: at most the limit plus the chunk that crossed it.
+        logEvent("upload_link_body_cut", { ...logged, limit, received: total }, "warn");
         throw (
           overLimit ??
           new AppError(
