@@ -6,6 +6,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startStrictS3, type StrictS3 } from "../fixtures/s3/strict-s3";
+import { AirlockSession } from "../../sdk/src/index";
 import { apiCall, type ApiBody } from "../support/api-call";
 import { startRelay, type RunningRelay } from "../support/relay";
 import { s3Vars } from "../support/s3-vars";
@@ -240,6 +241,24 @@ describe.each(["r2", "s3"] as const)("upload links and the session's quota on %s
     expect(await fileSizes(token)).toEqual([60_000]);
     expect((await api(token, "GET", "/v1/inbox")).body.items).toEqual([]);
     if (s3) expect(await s3.listKeys(`uploads/${sha256(theirs)}`)).toEqual([]);
+  });
+
+  it("lets host code cancel a link for the session through the SDK", async () => {
+    const quotaBytes = 100_000;
+    const { token } = await relay.mintSession({ quotaBytes });
+    const link = await createRequest(token);
+    const started = await startLinkUpload(link.url, randomBytes(quotaBytes));
+    expect(started.status).toBe(201);
+    const session = new AirlockSession({ url: relay.url, token });
+    expect(await session.cancelUploadRequest(link.requestId)).toMatchObject({
+      requestId: link.requestId,
+      status: "cancelled",
+    });
+    expect(await session.cancelUploadRequest(link.requestId)).toMatchObject({
+      status: "cancelled",
+    });
+    const other = await createRequest(token);
+    expect((await startLinkUpload(other.url, randomBytes(quotaBytes))).status).toBe(201);
   });
 
   it.each([
