@@ -1,9 +1,7 @@
-import { spawn } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
 import { writeFile } from "node:fs/promises";
 import http from "node:http";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startStrictS3, type StrictS3 } from "../fixtures/s3/strict-s3";
 import { AirlockSession } from "../../sdk/src/index";
@@ -11,7 +9,8 @@ import { apiCall, type ApiBody } from "../support/api-call";
 import { startRelay, type RunningRelay } from "../support/relay";
 import { s3Vars } from "../support/s3-vars";
 import { putToLink, startLinkUpload } from "../support/upload-link";
-import { collectRun, failureLine, prepareShim, relayEnv, runShim } from "../shim/run-shim";
+import { failureLine, prepareShim, relayEnv, runShim } from "../shim/run-shim";
+import { runDriver, shimDrivers } from "../shim/shims";
 import { shimScratchDir } from "../shim/scratch-dir";
 import type { CreatedRequest } from "../../src/services/upload-requests";
 
@@ -23,7 +22,6 @@ import type { CreatedRequest } from "../../src/services/upload-requests";
 
 const MiB = 1024 * 1024;
 const LEASE_SECONDS = 3;
-const PYTHON_SHIM = fileURLToPath(new URL("../../agent-shim/airlock.py", import.meta.url));
 const sha256 = (bytes: Uint8Array) => createHash("sha256").update(bytes).digest("hex");
 const base64 = (hex: string) => Buffer.from(hex, "hex").toString("base64");
 const scratch = shimScratchDir("airlock-link-quota-");
@@ -261,60 +259,49 @@ describe.each(["r2", "s3"] as const)("upload links and the session's quota on %s
     expect((await startLinkUpload(other.url, randomBytes(quotaBytes))).status).toBe(201);
   });
 
-  it.each([
-    ["node", (args: string[], env: Record<string, string>) => runShim(args, { env })],
-    [
-      "python",
-      (args: string[], env: Record<string, string>) =>
-        collectRun(
-          spawn("python3", [PYTHON_SHIM, ...args], {
-            // The relay's generated types declare its vars on ProcessEnv; the shim needs none.
-            env: {
-              PATH: process.env.PATH ?? "/usr/bin:/bin",
-              HOME: "/tmp",
-              ...env,
-            } as Record<string, string> as NodeJS.ProcessEnv,
-            stdio: ["ignore", "pipe", "pipe"],
-          }),
-        ),
-    ],
-  ] as const)("lets the sandbox cancel a link with the %s shim", async (_name, shim) => {
-    const quotaBytes = 200_000;
-    const { token } = await relay.mintSession({ quotaBytes });
-    const env = relayEnv(relay.url, token);
-    const link = await createRequest(token);
-    const promised = randomBytes(quotaBytes);
-    const { uploadId } = (await (await startLinkUpload(link.url, promised)).json()) as {
-      uploadId: string;
-    };
+  it.each(["node", "python"] as const)(
+    "lets the sandbox cancel a link with the %s shim",
+    async (name) => {
+      const driver = (await shimDrivers(scratch())).find((d) => d.name === name)!;
+      const shim = (args: string[], env: Record<string, string>) =>
+        runDriver(driver, args, { env, cwd: scratch(), home: scratch() });
+      const quotaBytes = 200_000;
+      const { token } = await relay.mintSession({ quotaBytes });
+      const env = relayEnv(relay.url, token);
+      const link = await createRequest(token);
+      const promised = randomBytes(quotaBytes);
+      const { uploadId } = (await (await startLinkUpload(link.url, promised)).json()) as {
+        uploadId: string;
+      };
 
-    const cancelled = await shim(["request", "--cancel", link.requestId], env);
-    expect(cancelled.stderr).toBe("");
-    expect(cancelled.code).toBe(0);
-    expect(cancelled.stdout).toBe(`cancelled ${link.requestId}\n`);
-    const state = await api(token, "GET", `/v1/requests/${link.requestId}`);
-    expect(state.body).toMatchObject({ requestId: link.requestId, status: "cancelled" });
+      const cancelled = await shim(["request", "--cancel", link.requestId], env);
+      expect(cancelled.stderr).toBe("");
+      expect(cancelled.code).toBe(0);
+      expect(cancelled.stdout).toBe(`cancelled ${link.requestId}\n`);
+      const state = await api(token, "GET", `/v1/requests/${link.requestId}`);
+      expect(state.body).toMatchObject({ requestId: link.requestId, status: "cancelled" });
 
-    // The holder's link and upload are dead; nothing of the upload stays.
-    const gone = { status: 410, code: "link_expired" };
-    const message = "this upload link no longer works: it was cancelled";
-    expect(await errorOf(await putPart(link.url, uploadId, promised))).toEqual({
-      ...gone,
-      message,
-    });
-    expect(await errorOf(await putToLink(link.url, randomBytes(10)))).toEqual({
-      ...gone,
-      message,
-    });
-    if (s3) {
-      expect(s3.multipartUploads().filter((u) => u.key.includes(sha256(promised)))).toEqual([]);
-    }
-    // Its room is free at once: another link takes the whole quota.
-    const other = await createRequest(token);
-    expect((await startLinkUpload(other.url, randomBytes(quotaBytes))).status).toBe(201);
+      // The holder's link and upload are dead; nothing of the upload stays.
+      const gone = { status: 410, code: "link_expired" };
+      const message = "this upload link no longer works: it was cancelled";
+      expect(await errorOf(await putPart(link.url, uploadId, promised))).toEqual({
+        ...gone,
+        message,
+      });
+      expect(await errorOf(await putToLink(link.url, randomBytes(10)))).toEqual({
+        ...gone,
+        message,
+      });
+      if (s3) {
+        expect(s3.multipartUploads().filter((u) => u.key.includes(sha256(promised)))).toEqual([]);
+      }
+      // Its room is free at once: another link takes the whole quota.
+      const other = await createRequest(token);
+      expect((await startLinkUpload(other.url, randomBytes(quotaBytes))).status).toBe(201);
 
-    const unknown = await shim(["request", "--cancel", "req_nosuchrequest"], env);
-    expect(unknown.code).toBe(1);
-    expect(failureLine(unknown)).toMatch(/no such upload request/);
-  });
+      const unknown = await shim(["request", "--cancel", "req_nosuchrequest"], env);
+      expect(unknown.code).toBe(1);
+      expect(failureLine(unknown)).toMatch(/no such upload request/);
+    },
+  );
 });

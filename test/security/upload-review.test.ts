@@ -169,7 +169,9 @@ describe("uploads and upload links, attacked", () => {
     expect(declared.body.status).toBe("upload");
     await new Promise((resolve) => setTimeout(resolve, (UPLOAD_URL_TTL_SECONDS + 1) * 1000));
 
-    // Lapsed: reading its state does not renew it, and its parts, sent now, are refused.
+    // Lapsed, its room goes to the sandbox's next send (the first one lapsed unsent too)…
+    expect((await declare(token, randomBytes(quotaBytes))).body.status).toBe("upload");
+    // …reading its state does not renew it, and its parts, sent now, are refused.
     const read = await fetch(`${request.url}/uploads/${started.uploadId}`);
     const state = (await read.json()) as { status: string; leaseExpiresAt: string };
     expect(state.status).toBe("uploading");
