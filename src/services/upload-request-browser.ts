@@ -19,7 +19,12 @@ import { isMultipart, multipartTarget, type MultipartUpload } from "./multipart-
 import { receivePart, type IncomingPut } from "./receive-upload";
 import { rejectUpload } from "./reject-upload";
 import { forwardPart } from "./upload-request-forward";
-import { countAsSessions, missingLinkParts, renewLinkLease } from "./upload-request-lease";
+import {
+  countAsSessions,
+  linkLeaseUntil,
+  missingLinkParts,
+  renewLinkLease,
+} from "./upload-request-lease";
 import { checkLinkLimit, linkLimit } from "./upload-link-room";
 import { abandonClaim } from "./upload-request-claim";
 import {
@@ -111,7 +116,7 @@ export async function startLinkUpload(
     storedSha256: body.sha256,
     status: "pending",
     createdAt: now,
-    expiresAt: now + config.linkUploadLeaseSeconds * 1000,
+    expiresAt: linkLeaseUntil(deps, now),
     fileId: null,
     multipart: {
       partSize,

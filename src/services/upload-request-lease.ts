@@ -12,6 +12,11 @@ import {
 } from "./multipart-upload";
 import { rejectUpload } from "./reject-upload";
 
+/** Until when a link upload given (or renewing) its lease at `now` holds its room. */
+export function linkLeaseUntil(deps: Deps, now: number): number {
+  return now + deps.config.linkUploadLeaseSeconds * 1000;
+}
+
 /**
  * Renews a link upload's lease because a part is arriving. A lapsed one is renewed only if its
  * bytes fit beside everything the session holds or was promised; otherwise `413`.
@@ -22,7 +27,7 @@ export async function renewLinkLease(
   upload: MultipartUpload,
 ): Promise<void> {
   const now = deps.now();
-  const leaseUntil = now + deps.config.linkUploadLeaseSeconds * 1000;
+  const leaseUntil = linkLeaseUntil(deps, now);
   if (!(await renewLinkUpload(deps.db, upload, leaseUntil, session.quotaBytes, now))) {
     throw new AppError(
       "quota_exceeded",
@@ -44,7 +49,7 @@ export async function countAsSessions(
   upload: MultipartUpload,
 ): Promise<void> {
   const now = deps.now();
-  const leaseUntil = now + deps.config.linkUploadLeaseSeconds * 1000;
+  const leaseUntil = linkLeaseUntil(deps, now);
   if (await promoteLinkUpload(deps.db, upload, leaseUntil, session.quotaBytes, now)) return;
   await rejectUpload(deps, upload);
   await deps.store.abortMultipartUpload(multipartTarget(upload)).catch(() => {});
