@@ -47,6 +47,7 @@ MAX_JSON_BYTES = 16 * 1024 * 1024
 MAX_LINE = 1000
 MAX_META_BYTES = 1024 * 1024
 DEFAULT_MAX_EXTRACT_BYTES = 10 * 1024 ** 3
+DEFAULT_MAX_EXTRACT_ENTRIES = 100000
 STATE_MAX_AGE_MS = 2 * 86400000
 WAIT_LIMIT_S = 30 * 60
 MiB = 1024 * 1024
@@ -62,9 +63,9 @@ USER_AGENT = "airlock-shim/%s python/%d.%d.%d" % ((VERSION,) + tuple(sys.version
 
 USAGE = {
     "send": "airlock send <path|->... [--name <name>] [--to <platform:id>]... [--caption <text>] [--expires <duration>] [--max-downloads <n>] [--wait] [--json] [--media-tag]",
-    "get": "airlock get <fileId|shareUrl> [-o <path>] [--extract] [--max-bytes <n>]",
-    "pull": "airlock pull [--dir <dir>] [--wait] [--timeout <duration>] [--extract] [--max-bytes <n>] [--readonly] [--json]",
-    "request": "airlock request [--name <hint>] [--max-bytes <n>] [--expires <duration>] [--json]",
+    "get": "airlock get <fileId|shareUrl> [-o <path>] [--extract] [--max-bytes <n>] [--max-entries <n>]",
+    "pull": "airlock pull [--dir <dir>] [--wait] [--timeout <duration>] [--extract] [--max-bytes <n>] [--max-entries <n>] [--readonly] [--json]",
+    "request": "airlock request [--name <hint>] [--max-bytes <n>] [--expires <duration>] [--json] | airlock request --cancel <requestId>",
     "link": "airlock link <fileId> [--expires <duration>] [--max-downloads <n>] [--json]",
     "rm": "airlock rm <fileId>",
     "ls": "airlock ls [--json]",
@@ -122,6 +123,9 @@ written""",
                      or pax or long-name headers over 1 MiB
 --max-bytes <n>      with --extract: refuse an archive holding more than <n> bytes of
                      files (K, M, G, T: powers of 1024; default 10G); nothing of it is
+                     kept
+--max-entries <n>    with --extract: refuse an archive holding more than <n> entries
+                     (files, directories, links; default 100000); nothing of it is
                      kept""",
         "example": "airlock get https://airlock.example.com/d/<token> -o data.csv",
     },
@@ -149,6 +153,8 @@ at once, unless --wait""",
                      breaks the name rule, is refused whole and stays in the inbox
 --max-bytes <n>      with --extract: refuse an archive holding more than <n> bytes of
                      files (K, M, G, T: powers of 1024; default 10G)
+--max-entries <n>    with --extract: refuse an archive holding more than <n> entries
+                     (files, directories, links; default 100000)
 --readonly           leave each file written read-only (mode 0444; with --extract,
                      every file in the extracted directory), e.g. configuration the
                      agent must not change
@@ -168,7 +174,9 @@ file arrives in this sandbox's inbox, for pull. The link takes one file""",
 --expires <duration> how long the link takes an upload (90s, 10m, 24h, 7d; default:
                      the relay's link lifetime, never past the session's end)
 --json               print { requestId, url, name, maxBytes, expiresAt } instead of
-                     the URL""",
+                     the URL
+--cancel <requestId> take a link back: it stops working at once, and an upload under
+                     way through it is given up (nothing of it is kept)""",
         "example": "airlock request --name invoice.pdf --expires 1d",
     },
     "link": {
@@ -606,6 +614,26 @@ class Policy(object):
     def __init__(self):
         self.attempts = integer_var("AIRLOCK_RETRIES", DEFAULT_ATTEMPTS, 1, 100)
         self.base_ms = integer_var("AIRLOCK_RETRY_BASE_MS", DEFAULT_RETRY_BASE_MS, 0, 60000)
+
+
+def extract_limits(values, usage):
+    """--max-bytes and --max-entries of get and pull: (bytes, entries), with their defaults."""
+    option = values.get("max-entries")
+    entries = DEFAULT_MAX_EXTRACT_ENTRIES
+    if option is not None:
+        entries = int(option.strip()) if re.match(r"^\d+$", option.strip()) else 0
+        if entries <= 0 or entries > 2 ** 53 - 1:
+            raise UsageError(
+                "--max-entries needs a positive whole number (e.g. 500000), not %s; usage: %s"
+                % (to_json(option), usage)
+            )
+    return max_extract_bytes(values.get("max-bytes"), usage), entries
+
+
+def check_extract_flags(values, usage):
+    for flag in ("max-bytes", "max-entries"):
+        if values.get(flag) is not None and not values.get("extract"):
+            raise UsageError("--%s limits --extract; usage: %s" % (flag, usage))
 
 
 def max_extract_bytes(option, usage):
@@ -2158,8 +2186,24 @@ def check_link_target(target, refuse):
             raise refuse("links to a target that is not clean: each part " + problem)
 
 
-def directory_mode(mode):
-    return (mode & 0o777) | 0o700
+def directory_mode(mode, umask):
+    """Permission bits only, clamped to the user's umask, always rwx for the owner."""
+    return (mode & 0o777 & ~umask) | 0o700
+
+
+def user_umask():
+    """The process's umask: from /proc where it shows it, else read by setting it and setting it
+    back at once (nothing else runs meanwhile: extraction is single-threaded)."""
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def inside(root, path):
@@ -2188,7 +2232,13 @@ def resolve_inside(root, start, target, depth):
     return current
 
 
-def unpack(archive, label, work, max_bytes):
+def unpack(archive, label, work, limits):
+    """Extracts every entry into `work`, checking each as it comes: within `limits` (bytes of
+    file content, entries), an entry over either refused before anything of it is written;
+    modes clamped to the user's umask."""
+    max_bytes, max_entries = limits
+    umask = user_umask()
+    entries = 0
     kinds = {}
     dirs = {}
     links = []
@@ -2212,6 +2262,9 @@ def unpack(archive, label, work, max_bytes):
             if rel == "":
                 skip(reader, entry["size"])
                 continue
+            entries += 1
+            if entries > max_entries:
+                raise refuse("takes the archive over %d entries (raise it with --max-entries)" % max_entries)
             parts = rel.split("/")
             for i in range(1, len(parts)):
                 parent = "/".join(parts[:i])
@@ -2231,7 +2284,7 @@ def unpack(archive, label, work, max_bytes):
             os.makedirs(os.path.dirname(path), exist_ok=True)
             if entry["type"] == "directory":
                 os.makedirs(path, exist_ok=True)
-                dirs[rel] = (directory_mode(entry["mode"]), entry["mtime"])
+                dirs[rel] = (directory_mode(entry["mode"], umask), entry["mtime"])
                 skip(reader, entry["size"])
                 continue
             if entry["type"] == "symlink":
@@ -2265,7 +2318,7 @@ def unpack(archive, label, work, max_bytes):
                     sink.write(data)
                     left -= len(data)
             reader.take(len(padding(entry["size"])), False)
-            os.chmod(path, entry["mode"] & 0o777)
+            os.chmod(path, entry["mode"] & 0o777 & ~umask)
             os.utime(path, (entry["mtime"], entry["mtime"]))
             files += 1
     except CliError:
@@ -2286,7 +2339,7 @@ def unpack(archive, label, work, max_bytes):
     return files, dirs, [(rel, target) for rel, target, _ in links]
 
 
-def extract_archive(archive, label, directory, stem, numbered, max_bytes):
+def extract_archive(archive, label, directory, stem, numbered, limits):
     """Extracts into a new directory `stem` in `directory` (numbered when taken, if allowed), by
     way of a temp dir renamed into place once everything is there: a refusal leaves nothing."""
     directory = os.path.abspath(directory)
@@ -2302,7 +2355,7 @@ def extract_archive(archive, label, directory, stem, numbered, max_bytes):
             os.mkdir(work, 0o700)
         except OSError as err:
             raise fs_error("create directory", work, err)
-        files, dirs, links = unpack(archive, label, work, max_bytes)
+        files, dirs, links = unpack(archive, label, work, limits)
         tops = os.listdir(work)
         single = len(tops) == 1 and tops[0] in dirs
         content = os.path.join(work, tops[0]) if single else work
@@ -2317,7 +2370,7 @@ def extract_archive(archive, label, directory, stem, numbered, max_bytes):
             if meta[1] is not None:
                 os.utime(os.path.join(work, rel), (meta[1], meta[1]))
         path = claim_dir(content, directory, stem, numbered)
-        os.chmod(path, directory_mode(root_meta[0]))
+        os.chmod(path, directory_mode(root_meta[0], user_umask()))
         if root_meta[1] is not None:
             os.utime(path, (root_meta[1], root_meta[1]))
         return path, files
@@ -2530,6 +2583,7 @@ def cmd_get(args):
         "output": (True, "o", False),
         "extract": (False, None, False),
         "max-bytes": (True, None, False),
+        "max-entries": (True, None, False),
         "help": (False, "h", False),
     }
     values, positionals = parse_args(args, spec, USAGE["get"])
@@ -2541,9 +2595,8 @@ def cmd_get(args):
     option = values.get("output")
     if values.get("extract") and option == "-":
         raise UsageError("--extract needs a directory, not stdout; usage: " + USAGE["get"])
-    if values.get("max-bytes") is not None and not values.get("extract"):
-        raise UsageError("--max-bytes limits --extract; usage: " + USAGE["get"])
-    max_bytes = max_extract_bytes(values.get("max-bytes"), USAGE["get"])
+    check_extract_flags(values, USAGE["get"])
+    limits = extract_limits(values, USAGE["get"])
     policy = Policy()
     if re.match(r"^https?://", ref, re.I):
         source = share_source(ref)
@@ -2554,7 +2607,7 @@ def cmd_get(args):
         source = (relay.content_url(ref), relay.auth(), ("relay", relay.url, action), record.get("name"), record.get("sha256"))
     url, headers, target, name, sha256 = source
     if values.get("extract"):
-        return out(get_extracted(source, option or ".", policy, max_bytes))
+        return out(get_extracted(source, option or ".", policy, limits))
     if option == "-":
         path, got, _ = download(url, headers, target, name, sha256, ("stdout",), policy)
         note("wrote %s to stdout" % clean_name(got, "the file"))
@@ -2582,7 +2635,7 @@ def not_an_archive(name):
     return CliError("%s is not a .tar.gz archive; get it without --extract" % clean_name(name, "the file"))
 
 
-def get_extracted(source, option, policy, max_bytes):
+def get_extracted(source, option, policy, limits):
     url, headers, target, name, sha256 = source
     if name is not None and archive_stem(name) is None:
         raise not_an_archive(name)
@@ -2597,7 +2650,7 @@ def get_extracted(source, option, policy, max_bytes):
         stem = archive_stem(got)
         if stem is None:
             raise not_an_archive(got)
-        return extract_archive(temp, clean_name(got, "the archive"), directory, stem, False, max_bytes)[0]
+        return extract_archive(temp, clean_name(got, "the archive"), directory, stem, False, limits)[0]
     finally:
         release(temp)
 
@@ -2608,6 +2661,7 @@ def cmd_pull(args):
         "json": (False, None, False),
         "extract": (False, None, False),
         "max-bytes": (True, None, False),
+        "max-entries": (True, None, False),
         "readonly": (False, None, False),
         "wait": (False, None, False),
         "timeout": (True, None, False),
@@ -2620,14 +2674,13 @@ def cmd_pull(args):
         raise UsageError("pull takes no arguments; usage: " + USAGE["pull"])
     if values.get("dir") == "":
         raise UsageError("--dir needs a directory; usage: " + USAGE["pull"])
-    if values.get("max-bytes") is not None and not values.get("extract"):
-        raise UsageError("--max-bytes limits --extract; usage: " + USAGE["pull"])
+    check_extract_flags(values, USAGE["pull"])
     if values.get("timeout") is not None and not values.get("wait"):
         raise UsageError("--timeout needs --wait; usage: " + USAGE["pull"])
     timeout = None
     if values.get("timeout") is not None:
         timeout = parse_duration(values["timeout"], "--timeout", USAGE["pull"])
-    max_bytes = max_extract_bytes(values.get("max-bytes"), USAGE["pull"])
+    limits = extract_limits(values, USAGE["pull"])
     directory = os.path.abspath(values.get("dir") or os.environ.get(INBOX_DIR_VAR) or DEFAULT_PULL_DIR)
     policy = Policy()
     relay = Relay(policy)
@@ -2638,7 +2691,7 @@ def cmd_pull(args):
     if not items:
         note("nothing new in the inbox")
         return 0
-    extract_max = max_bytes if values.get("extract") else None
+    extract_max = limits if values.get("extract") else None
 
     def pulled_one(pulled, line):
         out(to_json(pulled) if values.get("json") else line)
@@ -2850,6 +2903,7 @@ def cmd_request(args):
         "max-bytes": (True, None, False),
         "expires": (True, None, False),
         "json": (False, None, False),
+        "cancel": (True, None, False),
         "help": (False, "h", False),
     }
     values, positionals = parse_args(args, spec, USAGE["request"])
@@ -2857,6 +2911,16 @@ def cmd_request(args):
         return out(command_help("request"))
     if positionals:
         raise UsageError("request takes no arguments; usage: " + USAGE["request"])
+    if values.get("cancel") is not None:
+        if any(values.get(k) is not None for k in ("name", "max-bytes", "expires")):
+            raise UsageError("--cancel takes only the request id; usage: " + USAGE["request"])
+        request_id = values["cancel"]
+        path = "/v1/requests/" + quote(request_id, safe="")
+        state = Relay(Policy()).call("DELETE", path, "cancelling upload link " + request_id)
+        if not isinstance(state, dict) or not isinstance(state.get("requestId"), str):
+            raise CliError("relay gave an unexpected answer to cancelling upload link " + request_id)
+        out(to_json(state) if values.get("json") else "cancelled " + state["requestId"])
+        return 0
     body = {}
     if values.get("name") is not None:
         body["name"] = values["name"]

@@ -241,12 +241,14 @@ setup() {
 }
 
 # http <method> <url> <body file> [curl args...]: sets STATUS; fails only when no answer came. An
-# empty <url> leaves it to the curl args (a -K file).
+# empty <url> leaves it to the curl args (a -K file). Every curl request goes through here, with
+# -g (--globoff): curl would otherwise read {a,b} and [1-3] in a URL or a -T file name as a
+# pattern, and send `notes draft.bin` for `notes {draft}.bin`.
 http() {
   _method=$1 _url=$2 _out=$3
   shift 3
   # shellcheck disable=SC2086 # RETRY is a list of options
-  STATUS=$(curl -sS $RETRY -X "$_method" -A "airlock-shim-sh/$VERSION" -o "$_out" \
+  STATUS=$(curl -g -sS $RETRY -X "$_method" -A "airlock-shim-sh/$VERSION" -o "$_out" \
     -w '%{http_code}' "$@" ${_url:+"$_url"} 2>"$WORK/curl.err")
   _rc=$?
   if [ "$_rc" -ne 0 ] || [ -z "$STATUS" ] || [ "$STATUS" = 000 ]; then

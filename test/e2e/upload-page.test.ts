@@ -212,7 +212,7 @@ describe("the upload page in a real browser (Debian chromium under playwright-co
     await page.close();
 
     const usage =
-      "airlock request [--name <hint>] [--max-bytes <n>] [--expires <duration>] [--json]";
+      "airlock request [--name <hint>] [--max-bytes <n>] [--expires <duration>] [--json] | airlock request --cancel <requestId>";
     for (const [args, message] of [
       [
         ["--expires", "soon"],

@@ -4,7 +4,7 @@
 // refusal checked: one stderr line, a non-zero exit, nothing done.
 import { createHash, randomBytes } from "node:crypto";
 import { existsSync } from "node:fs";
-import { mkdir, mkdtemp, readFile, readdir, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readFile, readdir, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { humanSize } from "../../agent-shim/src/cli/human-size";
@@ -408,6 +408,65 @@ describe.each(["node", "python", "posix"] as const)("the %s shim against the rel
     expect(got.code).toBe(0);
     expect(got.stdout).toBe(`${join(out, "proj")}\n`);
     expect(await listTree(join(out, "proj"))).toEqual(await listTree(tree));
+  });
+
+  it("sends a file whose name curl would read as a pattern byte-exact (notes {draft}.bin, > 1 MiB)", async () => {
+    const bytes = randomBytes(MiB + 100_000);
+    await writeFile(join(work, "notes {draft}.bin"), bytes);
+    // What curl's globbing would send instead: `notes {draft}.bin` names `notes draft.bin`.
+    await writeFile(join(work, "notes draft.bin"), randomBytes(MiB + 100_000));
+    const sent = await sendJson("notes {draft}.bin");
+    expect(sent).toMatchObject({ name: "notes {draft}.bin", sha256: sha256(bytes) });
+    expect(sha256(await download(sent.url as string))).toBe(sha256(bytes));
+  });
+
+  it("refuses a get --extract of an archive over --max-entries, writing nothing", async () => {
+    const many = rawTarGz(
+      [0, 1, 2, 3, 4, 5].map((i) => ({ name: `many/${i}.txt`, body: `${i}\n` })),
+    );
+    await writeFile(join(work, "many.tar.gz"), many);
+    const out = join(work, "many-out");
+    await mkdir(out);
+    if (!supports("extract")) {
+      const args = ["get", "f_x", "--extract", "--max-entries", "5", "-o", out];
+      expectRefusal(await airlock(args), /get is not supported/);
+      return;
+    }
+    const sent = await sendJson("many.tar.gz");
+    const get = (max: string) =>
+      airlock(["get", sent.fileId as string, "--extract", "--max-entries", max, "-o", out]);
+    const refused = await get("5");
+    expect(refused.stdout).toBe("");
+    expect(refused.code).toBe(1);
+    const line = failureLine(refused);
+    expect(line).toBe(
+      'airlock: refusing to extract many.tar.gz: "many/5.txt" takes the archive over 5 entries ' +
+        "(raise it with --max-entries); nothing was extracted",
+    );
+    sameAsNode(driver, "too many entries", line);
+    expect(await readdir(out)).toEqual([]);
+    const taken = await get("6");
+    expect(taken.code, taken.stderr).toBe(0);
+    expect(Object.keys(await listTree(join(out, "many"))).sort()).toHaveLength(6);
+  });
+
+  it("extracts modes within the user's umask (0777 in the archive)", async () => {
+    if (!supports("extract")) return;
+    const open = rawTarGz([
+      { name: "open/", type: "5", mode: 0o777 },
+      { name: "open/run.sh", body: "#!/bin/sh\n", mode: 0o777 },
+    ]);
+    await writeFile(join(work, "open.tar.gz"), open);
+    const sent = await sendJson("open.tar.gz");
+    const out = join(work, "open-out");
+    const got = await airlock(["get", sent.fileId as string, "--extract", "-o", out]);
+    expect(got.code, got.stderr).toBe(0);
+    // The shims inherit this process's umask.
+    const mode = (0o777 & ~process.umask()).toString(8);
+    expect(await listTree(join(out, "open"), false)).toEqual({
+      "run.sh": expect.stringMatching(new RegExp(`^file ${mode} `)),
+    });
+    expect(((await stat(join(out, "open"))).mode & 0o777).toString(8)).toBe(mode);
   });
 
   it("refuses a get --extract of an archive with an entry escaping its directory", async () => {

@@ -3,9 +3,10 @@ import { INBOX_DIR_VAR } from "../download/inbox-dir.js";
 /** One usage line per command, quoted by usage errors. */
 export const USAGE = {
   send: "airlock send <path|->... [--name <name>] [--to <platform:id>]... [--caption <text>] [--expires <duration>] [--max-downloads <n>] [--wait] [--json] [--media-tag]",
-  get: "airlock get <fileId|shareUrl> [-o <path>] [--extract] [--max-bytes <n>]",
-  pull: "airlock pull [--dir <dir>] [--wait] [--timeout <duration>] [--extract] [--max-bytes <n>] [--readonly] [--json]",
-  request: "airlock request [--name <hint>] [--max-bytes <n>] [--expires <duration>] [--json]",
+  get: "airlock get <fileId|shareUrl> [-o <path>] [--extract] [--max-bytes <n>] [--max-entries <n>]",
+  pull: "airlock pull [--dir <dir>] [--wait] [--timeout <duration>] [--extract] [--max-bytes <n>] [--max-entries <n>] [--readonly] [--json]",
+  request:
+    "airlock request [--name <hint>] [--max-bytes <n>] [--expires <duration>] [--json] | airlock request --cancel <requestId>",
   link: "airlock link <fileId> [--expires <duration>] [--max-downloads <n>] [--json]",
   rm: "airlock rm <fileId>",
   ls: "airlock ls [--json]",
@@ -77,6 +78,9 @@ written`,
                      or pax or long-name headers over 1 MiB
 --max-bytes <n>      with --extract: refuse an archive holding more than <n> bytes of
                      files (K, M, G, T: powers of 1024; default 10G); nothing of it is
+                     kept
+--max-entries <n>    with --extract: refuse an archive holding more than <n> entries
+                     (files, directories, links; default 100000); nothing of it is
                      kept`,
     example: "airlock get https://airlock.example.com/d/<token> -o data.csv",
   },
@@ -103,6 +107,8 @@ at once, unless --wait`,
                      breaks the name rule, is refused whole and stays in the inbox
 --max-bytes <n>      with --extract: refuse an archive holding more than <n> bytes of
                      files (K, M, G, T: powers of 1024; default 10G)
+--max-entries <n>    with --extract: refuse an archive holding more than <n> entries
+                     (files, directories, links; default 100000)
 --readonly           leave each file written read-only (mode 0444; with --extract,
                      every file in the extracted directory), e.g. configuration the
                      agent must not change
@@ -121,7 +127,9 @@ file arrives in this sandbox's inbox, for pull. The link takes one file`,
 --expires <duration> how long the link takes an upload (90s, 10m, 24h, 7d; default:
                      the relay's link lifetime, never past the session's end)
 --json               print { requestId, url, name, maxBytes, expiresAt } instead of
-                     the URL`,
+                     the URL
+--cancel <requestId> take a link back: it stops working at once, and an upload under
+                     way through it is given up (nothing of it is kept)`,
     example: "airlock request --name invoice.pdf --expires 1d",
   },
   link: {

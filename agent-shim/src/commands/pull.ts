@@ -2,7 +2,7 @@ import { chmod, lstat, mkdir, readdir } from "node:fs/promises";
 import { join } from "node:path";
 import { parseCommandArgs } from "../cli/args.js";
 import { archiveStem, extractArchive } from "../archive/archive-extract.js";
-import { maxExtractBytes } from "../archive/archive-limit.js";
+import { extractLimits, type ExtractLimits } from "../archive/archive-limit.js";
 import { relayConfig, retryPolicy, type RetryPolicy } from "../cli/config.js";
 import { parseDuration } from "../cli/duration.js";
 import { CliError, UnavailableError, UsageError, fsError } from "../cli/errors.js";
@@ -21,6 +21,7 @@ const OPTIONS = {
   json: { type: "boolean" },
   extract: { type: "boolean" },
   "max-bytes": { type: "string" },
+  "max-entries": { type: "string" },
   readonly: { type: "boolean" },
   wait: { type: "boolean" },
   timeout: { type: "string" },
@@ -70,8 +71,10 @@ export async function pull(args: string[]): Promise<void> {
     throw new UsageError(`pull takes no arguments; usage: ${USAGE.pull}`);
   }
   if (values.dir === "") throw new UsageError(`--dir needs a directory; usage: ${USAGE.pull}`);
-  if (values["max-bytes"] !== undefined && !values.extract) {
-    throw new UsageError(`--max-bytes limits --extract; usage: ${USAGE.pull}`);
+  for (const flag of ["max-bytes", "max-entries"] as const) {
+    if (values[flag] !== undefined && !values.extract) {
+      throw new UsageError(`--${flag} limits --extract; usage: ${USAGE.pull}`);
+    }
   }
   if (values.timeout !== undefined && !values.wait) {
     throw new UsageError(`--timeout needs --wait; usage: ${USAGE.pull}`);
@@ -80,7 +83,7 @@ export async function pull(args: string[]): Promise<void> {
     values.timeout === undefined
       ? undefined
       : parseDuration(values.timeout, "--timeout", USAGE.pull);
-  const maxBytes = maxExtractBytes(values["max-bytes"], USAGE.pull);
+  const limits = extractLimits(values, USAGE.pull);
   const dir = inboxDir(values.dir);
   const policy = retryPolicy();
   const relay = new RelayClient(relayConfig(), policy);
@@ -92,7 +95,7 @@ export async function pull(args: string[]): Promise<void> {
     return;
   }
   if (items.length === 0) return note("nothing new in the inbox");
-  const extract = values.extract === true ? maxBytes : undefined;
+  const extract = values.extract === true ? limits : undefined;
   const readonly = values.readonly === true;
   const pulled = (result: PullResult, line: string) =>
     print(values.json ? JSON.stringify(result) : line);
@@ -104,8 +107,8 @@ export async function pull(args: string[]): Promise<void> {
 export interface PullRun {
   dir: string;
   policy: RetryPolicy;
-  /** Extract a `.tar.gz` holding up to this many bytes, rather than write it. */
-  extract: number | undefined;
+  /** Extract a `.tar.gz` within these limits (bytes, entries), rather than write it. */
+  extract: ExtractLimits | undefined;
   readonly: boolean;
   /** A file written, with its context line, as soon as it is there. */
   pulled: (result: PullResult, line: string) => void;
@@ -200,7 +203,7 @@ function shownId(itemId: string): string {
 
 /**
  * Downloads one item's file into `dir` as `shown` (its `pulledName`), verified against the
- * item's SHA-256; with `extractMax`, extracts a `.tar.gz` holding up to that many bytes.
+ * item's SHA-256; with `extractMax`, extracts a `.tar.gz` within those limits.
  */
 async function pullItem(
   relay: RelayClient,
@@ -208,7 +211,7 @@ async function pullItem(
   shown: string,
   dir: string,
   policy: RetryPolicy,
-  extractMax: number | undefined,
+  extractMax: ExtractLimits | undefined,
 ): Promise<PullResult> {
   const fileId = item.file?.fileId ?? item.fileId;
   if (!fileId) throw new CliError(`relay listed ${shown} in the inbox without its file`);
