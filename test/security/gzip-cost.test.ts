@@ -19,6 +19,18 @@ const sha256 = (bytes: Uint8Array) => createHash("sha256").update(bytes).digest(
 const MiB = 1024 * 1024;
 const BROWSER = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8";
 
+/** A declare of `text` stored as the gzip bytes `stored` (untabled). */
+function gzipDeclaration(name: string, text: Uint8Array, stored: Uint8Array) {
+  return {
+    name,
+    size: text.byteLength,
+    sha256: sha256(text),
+    encoding: "gzip",
+    storedSize: stored.byteLength,
+    storedSha256: sha256(stored),
+  };
+}
+
 type Sent = { status: number; body: Record<string, unknown> & { url?: string; fileId?: string } };
 
 for (const storage of ["r2", "s3"] as const) {
@@ -87,17 +99,7 @@ for (const storage of ["r2", "s3"] as const) {
     it("answers a range past 8 MiB of an untabled gzip file with the whole file, 200", async () => {
       const text = countingText(12 * MiB);
       const stored = gzipSync(text);
-      const sent = await send(
-        {
-          name: "old-shim.log",
-          size: text.byteLength,
-          sha256: sha256(text),
-          encoding: "gzip",
-          storedSize: stored.byteLength,
-          storedSha256: sha256(stored),
-        },
-        stored,
-      );
+      const sent = await send(gzipDeclaration("old-shim.log", text, stored), stored);
       expect(sent.status, JSON.stringify(sent.body)).toBe(201);
       const answer = await fetch(sent.body.url!, { headers: { range: "bytes=-10" } });
       expect(answer.status).toBe(200);
@@ -115,12 +117,7 @@ for (const storage of ["r2", "s3"] as const) {
       const stored = concat(members);
       const sent = await send(
         {
-          name: "liar.log",
-          size: text.byteLength,
-          sha256: sha256(text),
-          encoding: "gzip",
-          storedSize: stored.byteLength,
-          storedSha256: sha256(stored),
+          ...gzipDeclaration("liar.log", text, stored),
           members: { span: MiB, storedSizes: members.map((m) => m.byteLength) },
         },
         stored,
