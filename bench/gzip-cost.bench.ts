@@ -18,8 +18,15 @@ import { cpuMs, resetPeak, statusKiB, workerdPids } from "./workerd-process";
 const MiB = 1024 * 1024;
 const GiB = 1024 * MiB;
 const BROWSER = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8";
-const argIndex = process.argv.indexOf("--requests");
-const REQUESTS = argIndex > 0 ? Number(process.argv[argIndex + 1]) : 20;
+/** The value after `--<name>` on the command line, else `fallback`. */
+function option(name: string, fallback: number): number {
+  const index = process.argv.indexOf(`--${name}`);
+  return index > 0 ? Number(process.argv[index + 1]) : fallback;
+}
+const REQUESTS = option("requests", 20);
+/** The big text's size in MiB (1024: the issue's 1 GiB). */
+const BIG_MIB = option("mib", 1024);
+const step = (what: string) => console.log(`${new Date().toISOString().slice(11, 19)} ${what}`);
 
 /** Original member i of the 1 GiB text: log lines, one 4 KiB pattern repeated, numbered. */
 function textMember(i: number): Buffer {
@@ -44,7 +51,7 @@ async function bigText() {
   const untabled: Buffer[] = [];
   whole.on("data", (chunk: Buffer) => untabled.push(chunk));
   const ended = new Promise((resolve) => whole.on("end", resolve));
-  for (let i = 0; i < GiB / MiB; i++) {
+  for (let i = 0; i < BIG_MIB; i++) {
     const member = textMember(i);
     sha.update(member);
     members.push(gzipSync(member));
@@ -54,7 +61,7 @@ async function bigText() {
   await ended;
   const tabled = Buffer.concat(members);
   const single = Buffer.concat(untabled);
-  const fields = { size: GiB, sha256: sha.digest("hex"), encoding: "gzip" };
+  const fields = { size: BIG_MIB * MiB, sha256: sha.digest("hex"), encoding: "gzip" };
   const storedFields = (stored: Buffer) => ({
     storedSize: stored.byteLength,
     storedSha256: createHash("sha256").update(stored).digest("hex"),
@@ -86,12 +93,19 @@ async function send(
   };
   const putAnswer = await fetch(put.url, { method: "PUT", headers: put.headers, body: stored });
   if (!putAnswer.ok) throw new Error(`PUT: ${putAnswer.status} ${await putAnswer.text()}`);
-  const done = await apiCall(relay.url, token, "POST", `/v1/uploads/${uploadId}/complete`);
+  step(`PUT ${stored.byteLength} bytes; completing`);
+  const done = await Promise.race([
+    apiCall(relay.url, token, "POST", `/v1/uploads/${uploadId}/complete`),
+    new Promise<never>((_, reject) =>
+      setTimeout(() => reject(new Error("complete took over 2 minutes")), 120_000),
+    ),
+  ]);
   if (done.status !== 201) throw new Error(`complete: ${JSON.stringify(done.body)}`);
   const file = done.body as { fileId: string; url: string };
   for (let i = 0; i < 1200; i++) {
     const meta = await apiCall(relay.url, token, "GET", `/v1/files/${file.fileId}`);
     if (meta.body.status === "verified") return file;
+    if (meta.status !== 200) throw new Error(`${file.fileId}: ${JSON.stringify(meta.body)}`);
     await new Promise((resolve) => setTimeout(resolve, 250));
   }
   throw new Error(`${file.fileId} was not verified`);
@@ -128,7 +142,7 @@ async function healthzMs(relay: RunningRelay): Promise<number> {
   return performance.now() - started;
 }
 
-console.log(`building the 1 GiB text (tabled and untabled gzip) and the bomb…`);
+step(`building the ${BIG_MIB} MiB text (tabled and untabled gzip) and the bomb`);
 const built = await bigText();
 const bomb = await gzipBomb();
 const relay = await startRelay();
@@ -152,6 +166,7 @@ try {
     },
     small,
   );
+  step("sent the 1 MiB identity file");
   const text = { contentType: "text/plain" };
   const tabled = await send(
     relay,
@@ -159,12 +174,14 @@ try {
     { name: "big.log", ...text, ...built.tabled.declared },
     built.tabled.stored,
   );
+  step("sent the tabled big text");
   const untabled = await send(
     relay,
     other,
     { name: "old.log", ...text, ...built.untabled.declared },
     built.untabled.stored,
   );
+  step("sent the untabled big text");
   const pids = workerdPids(relay.processGroup);
 
   const range = (url: string) => async () => {
@@ -179,18 +196,20 @@ try {
       throw new Error(`page: ${answer.status}`);
   };
   const rows: [string, Cost, Cost | null][] = [];
+  const big = `${BIG_MIB >= 1024 ? `${BIG_MIB / 1024} GiB` : `${BIG_MIB} MiB`}`;
   const baseRange = await measure(pids, range(identity.url));
   const basePage = await measure(pids, page(identity.url));
   rows.push(["10-byte Range, 1 MiB identity (baseline)", baseRange, null]);
   rows.push([
-    "10-byte Range, 1 GiB tabled gzip",
+    `10-byte Range, ${big} tabled gzip`,
     await measure(pids, range(tabled.url)),
     baseRange,
   ]);
   rows.push(["page view, 1 MiB identity (baseline)", basePage, null]);
-  rows.push(["page view, 1 GiB tabled gzip", await measure(pids, page(tabled.url)), basePage]);
-  rows.push(["page view, 1 GiB untabled gzip", await measure(pids, page(untabled.url)), basePage]);
+  rows.push([`page view, ${big} tabled gzip`, await measure(pids, page(tabled.url)), basePage]);
+  rows.push([`page view, ${big} untabled gzip`, await measure(pids, page(untabled.url)), basePage]);
 
+  step("measured ranges and pages");
   // /healthz idle, then while the bomb's listing runs on the verify queue.
   const idle: number[] = [];
   for (let i = 0; i < 200; i++) idle.push(await healthzMs(relay));
@@ -240,7 +259,7 @@ try {
     ),
   ];
   console.log(
-    `stored: 1 GiB text as ${built.tabled.stored.byteLength} bytes tabled (1024 members), ${built.untabled.stored.byteLength} untabled`,
+    `stored: ${big} text as ${built.tabled.stored.byteLength} bytes tabled (${BIG_MIB} members), ${built.untabled.stored.byteLength} untabled`,
   );
   console.log(table.join("\n"));
   console.log(
@@ -248,6 +267,9 @@ try {
       `  upload to listed: ${listingMs.toFixed(0)} ms wall, workerd CPU ${cpu} ms, peak RSS growth ${growth.toFixed(1)} MiB\n` +
       `  /healthz p99: idle ${p99(idle).toFixed(1)} ms (${idle.length} probes), during ${p99(during).toFixed(1)} ms (${during.length} probes): ${(p99(during) / p99(idle)).toFixed(2)}x`,
   );
+} catch (error) {
+  console.error(relay.output().slice(-4000));
+  throw error;
 } finally {
   await relay.stop();
 }

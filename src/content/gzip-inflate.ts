@@ -223,6 +223,9 @@ export function inflateRange(
   );
 }
 
+/** Members verified between two yields to other requests (about 8 MiB inflated). */
+const YIELD_MEMBERS = 8;
+
 /** Stored bytes fed to a verifying inflater at a time: one piece inflates to at most ~16 MiB. */
 const VERIFY_PIECE = 16 * 1024;
 
@@ -258,6 +261,12 @@ export async function digestMembers(
   hashed.catch(() => {}); // a failed pipe rejects it too; the pipe's error is what counts
   try {
     for (const [index, memberSize] of table.storedSizes.entries()) {
+      // Every few members, let other requests in: under wrangler dev a request that arrived
+      // while a long verification piped member after member was left unanswered (seen: a
+      // GET /v1/files/:id during the 1 GiB bench hung until its client gave up).
+      if (index % YIELD_MEMBERS === YIELD_MEMBERS - 1) {
+        await new Promise((resolve) => setTimeout(resolve, 0));
+      }
       const exact = new FixedLengthStream(memberLength(size, table.span, index));
       const gunzip = new DecompressionStream("gzip");
       // Piped by hand, not `pipeThrough`: every pipe's failure is then awaited here.
@@ -289,10 +298,12 @@ async function feedMember(
   writer.closed.catch(() => {}); // its failure is the write's or close's, thrown below
   const reader = member.getReader();
   try {
-    for (;;) {
+    for (let pieces = 1; ; pieces++) {
       const { done, value } = await reader.read();
       if (done) break;
       await writer.write(value);
+      // A long member (an untabled file is one) lets other requests in too, every 1 MiB stored.
+      if (pieces % 64 === 0) await new Promise((resolve) => setTimeout(resolve, 0));
     }
     await writer.close();
   } catch (error) {
