@@ -102,11 +102,17 @@ async function send(
   ]);
   if (done.status !== 201) throw new Error(`complete: ${JSON.stringify(done.body)}`);
   const file = done.body as { fileId: string; url: string };
-  for (let i = 0; i < 1200; i++) {
-    const meta = await apiCall(relay.url, token, "GET", `/v1/files/${file.fileId}`);
-    if (meta.body.status === "verified") return file;
-    if (meta.status !== 200) throw new Error(`${file.fileId}: ${JSON.stringify(meta.body)}`);
-    await new Promise((resolve) => setTimeout(resolve, 250));
+  for (let i = 0; i < 600; i++) {
+    // Each poll gives up after 10 s: under wrangler dev, a request that arrives while the
+    // queue verifies a long upload can be left unanswered ; the next poll asks again.
+    const meta = await fetch(`${relay.url}/v1/files/${file.fileId}`, {
+      headers: { authorization: `Bearer ${token}` },
+      signal: AbortSignal.timeout(10_000),
+    }).catch(() => null);
+    const body = meta ? ((await meta.json()) as { status?: string }) : null;
+    if (body?.status === "verified") return file;
+    if (meta && meta.status !== 200) throw new Error(`${file.fileId}: ${JSON.stringify(body)}`);
+    await new Promise((resolve) => setTimeout(resolve, 500));
   }
   throw new Error(`${file.fileId} was not verified`);
 }

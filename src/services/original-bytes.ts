@@ -3,7 +3,8 @@ import type { BlobStore } from "../storage";
 import type { ByteRange } from "../storage/blob-store";
 import { digestExactly } from "../content/stream-digest";
 import { AppError } from "../errors";
-import { digestMembers, inflateRange, memberOffsets } from "../content/gzip-inflate";
+import { inflateRange, memberOffsets } from "../content/gzip-inflate";
+import { digestMembers } from "../content/gzip-member-digest";
 import type { MemberTable } from "../content/gzip-members";
 import { logEvent } from "../log";
 

@@ -14,7 +14,7 @@ import type { Deps } from "../deps";
 import { AppError } from "../errors";
 import { checkLive, liveSession } from "../auth/live-session";
 import { idempotencyKeyOf } from "../http/idempotency-key";
-import { digestMembers } from "../content/gzip-inflate";
+import { digestMembers } from "../content/gzip-member-digest";
 import { newId } from "../ids";
 import { logEvent } from "../log";
 import { uploadKey } from "../storage";
