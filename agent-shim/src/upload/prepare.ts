@@ -7,11 +7,15 @@ import {
   readSync,
   type ReadStream,
 } from "node:fs";
+import { stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
+import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
-import { createGzip, gzipSync } from "node:zlib";
+import { gzipSync } from "node:zlib";
 import { DigestStream } from "./digest.js";
 import { CliError, fsError } from "../cli/errors.js";
+import { MemberLog, gzipMembers, memberSpanFor, type MemberTable } from "./gzip-members.js";
+import { WORKERS_AFTER_MEMBERS } from "./gzip-workers.js";
 import { digestFilePartsAside } from "./part-digests-aside.js";
 import { PartDigestStream } from "./part-digests.js";
 import { sniff, type Sniffed } from "./sniff.js";
@@ -59,6 +63,8 @@ export interface StoredBytes {
    * taken on the way (bytes that may go up in parts).
    */
   partSha256?: string[];
+  /** gzip written as independent members: their table, to declare. */
+  members?: MemberTable;
   /** Removes the temp copy, if there is one. */
   dispose(): Promise<void>;
 }
@@ -147,9 +153,10 @@ export function identity(path: string, file: Hashed): StoredBytes {
 }
 
 /**
- * Pass 2: gzips the file into a temp file in the OS temp directory, hashing the gzip output
- * (what storage will verify). It runs alongside pass 1 (zlib works on libuv's thread pool)
- * and is abandoned through `signal` on a dedup hit. A file that changes between the passes
+ * Pass 2: gzips the file into a temp file in the OS temp directory as independent members
+ * (`gzipMembers`, on every core for a large file), hashing the gzip output (what storage will
+ * verify) and noting the member table. It runs alongside pass 1 (off the main thread) and is
+ * abandoned through `signal` on a dedup hit. A file that changes between the passes
  * is caught by the relay, which checks what the gzip inflates to. Given `partSize`, it takes
  * the part digests of the gzip output too (the part size comes from the original size, so the
  * boundaries are known while the output grows).
@@ -164,13 +171,21 @@ export async function gzipToTemp(
   const stored = new DigestStream();
   const parts = partSize === undefined ? undefined : new PartDigestStream(partSize);
   try {
+    const { size } = await stat(path).catch((err: unknown) => {
+      throw fsError("read", path, err);
+    });
+    const span = memberSpanFor(size);
+    const log = new MemberLog(span);
     const out = createWriteStream(temp, { flags: "wx", mode: 0o600 });
-    const gzip = createGzip({ level });
-    await readingFile(path, (input) =>
-      parts
-        ? pipeline(input, gzip, stored, parts, out, { signal })
-        : pipeline(input, gzip, stored, out, { signal }),
-    ).catch((err: unknown) => {
+    const knownLarge = size > WORKERS_AFTER_MEMBERS * span;
+    await readingFile(path, (input) => {
+      // One member at a time between here and the disk: memory stays flat.
+      const members = gzipMembers(input, level, log, knownLarge);
+      const gzip = Readable.from(members, { objectMode: false, highWaterMark: 1 });
+      return parts
+        ? pipeline(gzip, stored, parts, out, { signal })
+        : pipeline(gzip, stored, out, { signal });
+    }).catch((err: unknown) => {
       throw err instanceof CliError || signal.aborted ? err : fsError("write temp file", temp, err);
     });
     return {
@@ -179,6 +194,7 @@ export async function gzipToTemp(
       storedSize: stored.bytes,
       storedSha256: stored.hex(),
       partSha256: parts?.parts.finish(),
+      members: log.table(),
       dispose: () => releaseTemp(temp),
     };
   } catch (err) {

@@ -1,0 +1,166 @@
+import * as os from "node:os";
+import { promisify } from "node:util";
+import { Worker } from "node:worker_threads";
+import { gzip } from "node:zlib";
+
+/** Members a stream of unknown length gzips before it starts worker threads (16 MiB at 1 MiB). */
+export const WORKERS_AFTER_MEMBERS = 16;
+/** The most worker threads one compressor starts. */
+const MAX_WORKERS = 8;
+
+/**
+ * A worker's whole program: gzip each span it is sent, answer with the member (in memory of its
+ * own, handed over rather than copied). Kept as source text so the shim stays one file.
+ */
+const WORKER_SCRIPT = `
+const { parentPort, workerData } = require("node:worker_threads");
+const { gzipSync } = require("node:zlib");
+parentPort.on("message", (span) => {
+  try {
+    const member = gzipSync(span, { level: workerData.level });
+    const own = new Uint8Array(member.length);
+    own.set(member);
+    parentPort.postMessage({ member: own }, [own.buffer]);
+  } catch (err) {
+    parentPort.postMessage({ error: String((err && err.message) || err) });
+  }
+});
+`;
+
+const gzipAsync = promisify(gzip);
+
+interface Job {
+  span: Buffer;
+  resolve: (member: Buffer) => void;
+  reject: (err: Error) => void;
+}
+
+interface Slot {
+  worker: Worker;
+  job: Job | undefined;
+}
+
+/** What a worker answers: the member, or why gzip failed. */
+type Answer = { member: Uint8Array } | { error: string };
+
+/** The cores this process may use. */
+export function coreCount(): number {
+  const { availableParallelism } = os as { availableParallelism?: () => number };
+  return availableParallelism ? availableParallelism() : Math.max(1, os.cpus().length);
+}
+
+/**
+ * Gzips spans into members, one per core at a time. Worker threads start lazily: at once for a
+ * file known to be large, after `WORKERS_AFTER_MEMBERS` members for a stream, never on one core
+ * or for a small file (a small send pays no thread start-up). Until then, and for good if a
+ * worker cannot start or dies, members are gzipped by Node's own asynchronous zlib (off the
+ * main thread, on libuv's pool); a member a lost worker held is gzipped again that way.
+ */
+export class MemberCompressor {
+  /** Members worth having under way at once: enough to keep every thread busy, no more. */
+  readonly inFlight: number;
+  private readonly threads: number;
+  private slots: Slot[] | undefined;
+  private readonly queue: Job[] = [];
+  private broken = false;
+  private closed = false;
+  private members = 0;
+
+  constructor(
+    private readonly level: number,
+    private readonly knownLarge: boolean,
+    private readonly script = WORKER_SCRIPT,
+    threads = Math.min(MAX_WORKERS, coreCount()),
+  ) {
+    this.threads = threads;
+    this.inFlight = Math.max(2, threads * 2);
+  }
+
+  /** The gzip member of `span`, a buffer the caller no longer writes to. */
+  gzip(span: Buffer): Promise<Buffer> {
+    this.members += 1;
+    if (!this.useWorkers()) return gzipAsync(span, { level: this.level });
+    return new Promise<Buffer>((resolve, reject) => {
+      this.queue.push({ span, resolve, reject });
+      this.dispatch();
+    });
+  }
+
+  /** Whether worker threads were started and are working (for tests and benchmarks). */
+  get usingWorkers(): boolean {
+    return this.slots !== undefined && !this.broken;
+  }
+
+  /** Stops the workers; members still under way are abandoned. */
+  close(): void {
+    this.closed = true;
+    for (const { worker } of this.slots ?? []) void worker.terminate();
+  }
+
+  private useWorkers(): boolean {
+    if (this.broken || this.closed || this.threads < 2) return false;
+    if (this.slots) return true;
+    if (!this.knownLarge && this.members <= WORKERS_AFTER_MEMBERS) return false;
+    this.start();
+    return !this.broken;
+  }
+
+  private start(): void {
+    this.slots = [];
+    for (let i = 0; i < this.threads; i++) {
+      let worker: Worker;
+      try {
+        worker = new Worker(this.script, { eval: true, workerData: { level: this.level } });
+      } catch {
+        this.fallBack();
+        return;
+      }
+      // Never what keeps the process alive: `close` ends them, and so does the process's end.
+      worker.unref();
+      const slot: Slot = { worker, job: undefined };
+      worker.on("message", (answer: Answer) => this.answered(slot, answer));
+      worker.on("error", () => this.fallBack());
+      worker.on("exit", () => this.fallBack());
+      this.slots.push(slot);
+    }
+  }
+
+  private dispatch(): void {
+    for (const slot of this.slots ?? []) {
+      if (slot.job) continue;
+      const job = this.queue.shift();
+      if (!job) return;
+      slot.job = job;
+      // Copied, not handed over: if the worker is lost, the span is still here to gzip again.
+      slot.worker.postMessage(job.span);
+    }
+  }
+
+  private answered(slot: Slot, answer: Answer): void {
+    const job = slot.job;
+    slot.job = undefined;
+    if (!job) return;
+    if ("member" in answer) {
+      const { member } = answer;
+      job.resolve(Buffer.from(member.buffer, member.byteOffset, member.length));
+    } else {
+      job.reject(new Error(`gzip failed: ${answer.error}`));
+    }
+    this.dispatch();
+  }
+
+  /** A worker failed to start or died: every member not yet gzipped is gzipped inline. */
+  private fallBack(): void {
+    if (this.closed || this.broken) return;
+    this.broken = true;
+    const orphans = [...(this.slots ?? []).flatMap((s) => (s.job ? [s.job] : [])), ...this.queue];
+    this.queue.length = 0;
+    for (const slot of this.slots ?? []) {
+      slot.job = undefined;
+      void slot.worker.terminate();
+    }
+    for (const job of orphans) {
+      gzipAsync(job.span, { level: this.level }).then(job.resolve, job.reject);
+    }
+  }
+}
