@@ -98,7 +98,9 @@ function isUtf8Text(sample: Buffer, truncated: boolean): boolean {
   try {
     // `stream: true` holds back a trailing partial character instead of calling it invalid.
     // (ignoreBOM spelled out: the relay's Workers types, which tests importing this see, require it.)
-    new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(sample, { stream: truncated });
+    new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(sample, {
+      stream: truncated,
+    });
     return true;
   } catch {
     return false;
