@@ -18,6 +18,7 @@ import { newId } from "../ids";
 import { logEvent } from "../log";
 import { uploadKey } from "../storage";
 import { ContentRejectedError } from "../storage/blob-store";
+import type { MemberTable } from "../content/gzip-members";
 import { declareUploadBody } from "./declare-upload";
 import { fileOfUpload } from "./complete-upload";
 import {
@@ -47,8 +48,19 @@ const singleUploadQuery = z
     contentType: z.string().optional(),
     encoding: z.string(),
     storedSha256: z.string(),
+    /** The gzip member table (docs/api.md): `memberSpan=<span>&memberSizes=<s1>,<s2>,...`. */
+    memberSpan: decimal.optional(),
+    memberSizes: z
+      .string()
+      .regex(/^\d{1,16}(,\d{1,16}){0,9999}$/, "must be whole numbers separated by commas")
+      .transform((sizes) => sizes.split(",").map(Number))
+      .optional(),
   })
-  .strict();
+  .strict()
+  .refine((q) => (q.memberSpan === undefined) === (q.memberSizes === undefined), {
+    message: "memberSpan and memberSizes go together",
+    path: ["memberSpan"],
+  });
 
 type SingleUploadQuery = z.infer<typeof singleUploadQuery>;
 
@@ -71,6 +83,7 @@ interface SingleDeclared {
   encoding: "identity" | "gzip";
   storedSize: number;
   storedSha256: string;
+  members?: MemberTable | undefined;
 }
 
 /**
@@ -226,6 +239,7 @@ function pendingUpload(
     expiresAt: now + deps.config.uploadUrlTtlSeconds * 1000,
     fileId: null,
     multipart: null,
+    members: declared.members ?? null,
   };
 }
 
@@ -264,7 +278,12 @@ function parseDeclaration(
         "one-request upload; declare it with POST /v1/uploads",
     );
   }
-  const result = declareUploadBody.safeParse({ ...query, storedSize });
+  const { memberSpan, memberSizes, ...fields } = query;
+  const members =
+    memberSpan === undefined || memberSizes === undefined
+      ? undefined
+      : { span: memberSpan, storedSizes: memberSizes };
+  const result = declareUploadBody.safeParse({ ...fields, members, storedSize });
   if (!result.success) throw invalidRequest(result.error);
   const { encoding = "identity", storedSha256 = query.storedSha256 } = result.data;
   return { ...result.data, encoding, storedSize, storedSha256 };
