@@ -1062,7 +1062,9 @@ def gzip_member(data, level):
 
 
 def compression_threads():
-    return max(1, min(8, os.cpu_count() or 1))
+    """AIRLOCK_GZIP_THREADS (1-64) over the cores, at most 8: as the Node shim has it."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return integer_var("AIRLOCK_GZIP_THREADS", max(1, min(8, cores or 1)), 1, 64)
 
 
 def spans_of(chunks, span):

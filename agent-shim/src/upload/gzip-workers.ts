@@ -2,6 +2,7 @@ import * as os from "node:os";
 import { promisify } from "node:util";
 import { Worker } from "node:worker_threads";
 import { gzip } from "node:zlib";
+import { UsageError } from "../cli/errors.js";
 
 /** Members a stream of unknown length gzips before it starts worker threads (16 MiB at 1 MiB). */
 export const WORKERS_AFTER_MEMBERS = 16;
@@ -50,6 +51,21 @@ export function coreCount(): number {
 }
 
 /**
+ * Threads to compress on: `AIRLOCK_GZIP_THREADS` (1-64; a container whose CPU quota is below
+ * the cores it sees can say so, and benchmarks compare one thread with all) over the cores this
+ * process may use, at most 8.
+ */
+export function gzipThreads(env: Record<string, string | undefined> = process.env): number {
+  const raw = env.AIRLOCK_GZIP_THREADS?.trim();
+  if (!raw) return Math.min(MAX_WORKERS, coreCount());
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < 1 || value > 64) {
+    throw new UsageError(`AIRLOCK_GZIP_THREADS must be an integer from 1 to 64, not ${raw}`);
+  }
+  return value;
+}
+
+/**
  * Gzips spans into members, one per core at a time. Worker threads start lazily: at once for a
  * file known to be large, after `WORKERS_AFTER_MEMBERS` members for a stream, never on one core
  * or for a small file (a small send pays no thread start-up). Until then, and for good if a
@@ -70,7 +86,7 @@ export class MemberCompressor {
     private readonly level: number,
     private readonly knownLarge: boolean,
     private readonly script = WORKER_SCRIPT,
-    threads = Math.min(MAX_WORKERS, coreCount()),
+    threads = gzipThreads(),
   ) {
     this.threads = threads;
     this.inFlight = Math.max(2, threads * 2);
