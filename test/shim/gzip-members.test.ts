@@ -46,14 +46,23 @@ describe("gzip members, Node shim", () => {
     await expectMembers(stored.bytes, stored.members, original, scratch());
   });
 
-  it("writes a file past the worker threshold (18 MiB) the same way (on worker threads, given two cores)", async () => {
-    const original = logText(18 * MiB + 12345);
-    const stored = await nodeFile(original);
-    expect(stored.members?.storedSizes).toHaveLength(19);
-    await expectMembers(stored.bytes, stored.members, original, scratch());
+  it.each([
+    ["on libuv's pool (the default)", {}],
+    ["on worker threads (AIRLOCK_GZIP_WORKERS=1)", { AIRLOCK_GZIP_WORKERS: "1" }],
+  ])("writes an 18 MiB file the same way, compressed %s", async (_, vars) => {
+    const saved = { ...process.env };
+    Object.assign(process.env, { AIRLOCK_GZIP_THREADS: "2", ...vars });
+    try {
+      const original = logText(18 * MiB + 12345);
+      const stored = await nodeFile(original);
+      expect(stored.members?.storedSizes).toHaveLength(19);
+      await expectMembers(stored.bytes, stored.members, original, scratch());
+    } finally {
+      process.env = saved;
+    }
   });
 
-  it("writes standard input as members, switching to threads once it proves long", async () => {
+  it("writes standard input as members as it streams in", async () => {
     const original = logText(20 * MiB + 7);
     const spooled = await spoolStdin(
       Readable.from([original.subarray(0, 3 * MiB), original.subarray(3 * MiB)]),
@@ -86,9 +95,9 @@ describe("gzip members, Node shim", () => {
     await expectMembers(small.stored, small.declaration.members, original, scratch());
   });
 
-  it("compresses on worker threads when it has them, and each member is what inline gzip inflates", async () => {
+  it("compresses on worker threads when asked to, each member what it should inflate to", async () => {
     const original = logText(4 * MiB);
-    const compressor = new MemberCompressor(1, true, undefined, 2);
+    const compressor = new MemberCompressor(1, true, { workers: true, threads: 2 });
     try {
       const spans = [0, 1, 2, 3].map((i) => Buffer.from(original.subarray(i * MiB, (i + 1) * MiB)));
       const members = await Promise.all(spans.map((span) => compressor.gzip(span)));
@@ -105,23 +114,18 @@ describe("gzip members, Node shim", () => {
       "dies holding a member",
       "require('node:worker_threads').parentPort.on('message', () => process.exit(7))",
     ],
-  ])(
-    "falls back to the main thread's zlib when a worker %s, every member still made",
-    async (_, script) => {
-      const original = logText(3 * MiB + 5);
-      const compressor = new MemberCompressor(1, true, script, 2);
-      try {
-        const spans = [0, 1, 2, 3].map((i) =>
-          Buffer.from(original.subarray(i * MiB, (i + 1) * MiB)),
-        );
-        const members = await Promise.all(spans.map((span) => compressor.gzip(span)));
-        expect(compressor.usingWorkers).toBe(false);
-        expect(Buffer.concat(members.map((m) => gunzipSync(m))).equals(original)).toBe(true);
-      } finally {
-        compressor.close();
-      }
-    },
-  );
+  ])("falls back to libuv's zlib when a worker %s, every member still made", async (_, script) => {
+    const original = logText(3 * MiB + 5);
+    const compressor = new MemberCompressor(1, true, { workers: true, threads: 2, script });
+    try {
+      const spans = [0, 1, 2, 3].map((i) => Buffer.from(original.subarray(i * MiB, (i + 1) * MiB)));
+      const members = await Promise.all(spans.map((span) => compressor.gzip(span)));
+      expect(compressor.usingWorkers).toBe(false);
+      expect(Buffer.concat(members.map((m) => gunzipSync(m))).equals(original)).toBe(true);
+    } finally {
+      compressor.close();
+    }
+  });
 });
 
 describe("gzip members, Python shim and parity", () => {

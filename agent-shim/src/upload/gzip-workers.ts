@@ -65,17 +65,43 @@ export function gzipThreads(env: Record<string, string | undefined> = process.en
   return value;
 }
 
+/** `AIRLOCK_GZIP_WORKERS=1`: compress on worker threads rather than on libuv's pool. */
+export function workersWanted(env: Record<string, string | undefined> = process.env): boolean {
+  return env.AIRLOCK_GZIP_WORKERS?.trim() === "1";
+}
+
+/** The threads libuv runs asynchronous zlib (and file system calls) on. */
+function libuvPoolSize(): number {
+  const size = Number(process.env.UV_THREADPOOL_SIZE);
+  return Number.isInteger(size) && size > 0 ? size : 4;
+}
+
+/** How a `MemberCompressor` works; each has its default. */
+export interface CompressorOptions {
+  /** Worker threads (default: only with `AIRLOCK_GZIP_WORKERS=1`). */
+  workers?: boolean;
+  /** Threads to compress on (default `gzipThreads()`). */
+  threads?: number;
+  /** The workers' program (tests give one that fails). */
+  script?: string;
+}
+
 /**
- * Gzips spans into members, one per core at a time. Worker threads start lazily: at once for a
- * file known to be large, after `WORKERS_AFTER_MEMBERS` members for a stream, never on one core
- * or for a small file (a small send pays no thread start-up). Until then, and for good if a
- * worker cannot start or dies, members are gzipped by Node's own asynchronous zlib (off the
- * main thread, on libuv's pool); a member a lost worker held is gzipped again that way.
+ * Gzips spans into members, several at once, each on a core of its own. By default on Node's
+ * asynchronous zlib, which runs on libuv's thread pool: off the main thread, on every core
+ * (up to the pool's four threads), with no start-up cost and no memory beyond the members in
+ * flight. Worker threads (`workers`) do the same at about 30 MiB of resident memory each (a
+ * V8 isolate apiece), which puts a send over its memory budget: measured, not the default.
+ * They start lazily (at once for a file known to be large, after `WORKERS_AFTER_MEMBERS`
+ * members for a stream, never on one thread); if one cannot start or dies, every member not yet
+ * made, the lost one's too, is gzipped on libuv's pool instead.
  */
 export class MemberCompressor {
   /** Members worth having under way at once: enough to keep every thread busy, no more. */
   readonly inFlight: number;
   private readonly threads: number;
+  private readonly workers: boolean;
+  private readonly script: string;
   private slots: Slot[] | undefined;
   private readonly queue: Job[] = [];
   private broken = false;
@@ -85,11 +111,16 @@ export class MemberCompressor {
   constructor(
     private readonly level: number,
     private readonly knownLarge: boolean,
-    private readonly script = WORKER_SCRIPT,
-    threads = gzipThreads(),
+    options: CompressorOptions = {},
   ) {
+    const { workers = workersWanted(), threads = gzipThreads(), script = WORKER_SCRIPT } = options;
     this.threads = threads;
-    this.inFlight = Math.max(2, threads * 2);
+    this.workers = workers && threads > 1;
+    this.script = script;
+    // One thread: one member at a time. On libuv's pool, one more than the threads (one is
+    // queued while another is written), leaving the pool room for file reads where it can.
+    const pool = Math.max(2, Math.min(threads + 1, libuvPoolSize()));
+    this.inFlight = threads === 1 ? 1 : this.workers ? threads * 2 : pool;
   }
 
   /** The gzip member of `span`, a buffer the caller no longer writes to. */
@@ -114,7 +145,7 @@ export class MemberCompressor {
   }
 
   private useWorkers(): boolean {
-    if (this.broken || this.closed || this.threads < 2) return false;
+    if (!this.workers || this.broken || this.closed) return false;
     if (this.slots) return true;
     if (!this.knownLarge && this.members <= WORKERS_AFTER_MEMBERS) return false;
     this.start();
