@@ -1,3 +1,5 @@
+import type { MemberTable } from "../content/gzip-members";
+import { MEMBER_COLUMNS, MEMBER_JOIN, memberTableOfRow } from "./gzip-members";
 import { SESSION_SCOPE_SQL, sessionUsageSql } from "./sessions";
 
 /** A file as users see it: a name and a lifetime over stored bytes it knows the place of. */
@@ -17,6 +19,11 @@ export interface FileRow {
   expiresAt: number;
   /** Set when the file was deleted early (`DELETE /v1/files/:id`); only some reads return such rows. */
   deletedAt?: number | null;
+  /**
+   * The verified gzip member table of its stored bytes, when they have one: a read then
+   * inflates only the members it touches. Filled by single-file reads (`findFileIncludingDeleted`).
+   */
+  members?: MemberTable | null;
 }
 
 interface FileDbRow {
@@ -33,6 +40,8 @@ interface FileDbRow {
   created_at: number;
   expires_at: number;
   deleted_at: number | null;
+  member_span?: number | null;
+  member_sizes?: string | null;
 }
 
 function toFile(row: FileDbRow): FileRow {
@@ -50,6 +59,7 @@ function toFile(row: FileDbRow): FileRow {
     createdAt: row.created_at,
     expiresAt: row.expires_at,
     deletedAt: row.deleted_at,
+    members: memberTableOfRow(row),
   };
 }
 
@@ -254,7 +264,10 @@ export async function findFileIncludingDeleted(
   db: D1Database,
   id: string,
 ): Promise<FileRow | null> {
-  const row = await db.prepare("SELECT * FROM files WHERE id = ?").bind(id).first<FileDbRow>();
+  const row = await db
+    .prepare(`SELECT f.*, ${MEMBER_COLUMNS} FROM files f ${MEMBER_JOIN} WHERE f.id = ?`)
+    .bind(id)
+    .first<FileDbRow>();
   return row ? toFile(row) : null;
 }
 
