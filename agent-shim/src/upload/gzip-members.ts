@@ -1,4 +1,6 @@
+import { open } from "node:fs/promises";
 import { gzipSync } from "node:zlib";
+import { fsError } from "../cli/errors.js";
 import { MemberCompressor } from "./gzip-workers.js";
 
 /**
@@ -48,14 +50,37 @@ export function gzipMembersSync(original: Buffer, level: number): Buffer[] {
 }
 
 /**
- * Cuts a byte stream into `span`-sized buffers (the last may be shorter; no bytes at all make
- * one empty span), each its own fresh memory, so that it can be handed to another thread.
+ * Span-sized buffers, reused once their member is made: a send allocates a few, not one per
+ * MiB of its file (garbage that piles up as resident memory faster than the GC returns it).
+ */
+export class SpanPool {
+  private readonly free: Buffer[] = [];
+
+  constructor(
+    readonly span: number,
+    private readonly keep = 8,
+  ) {}
+
+  take(): Buffer {
+    return this.free.pop() ?? Buffer.allocUnsafeSlow(this.span);
+  }
+
+  /** Gives back a span (a short last one is left to the GC). */
+  give(buffer: Buffer): void {
+    if (buffer.length === this.span && this.free.length < this.keep) this.free.push(buffer);
+  }
+}
+
+/**
+ * Cuts a byte stream into span-sized buffers from `pool` (the last may be shorter; no bytes
+ * at all make one empty span).
  */
 export async function* spansOf(
   source: AsyncIterable<Buffer>,
-  span: number,
+  pool: SpanPool,
 ): AsyncGenerator<Buffer> {
-  let current = Buffer.allocUnsafeSlow(span);
+  const { span } = pool;
+  let current = pool.take();
   let filled = 0;
   let yielded = false;
   for await (const chunk of source) {
@@ -67,12 +92,44 @@ export async function* spansOf(
       if (filled === span) {
         yield current;
         yielded = true;
-        current = Buffer.allocUnsafeSlow(span);
+        current = pool.take();
         filled = 0;
       }
     }
   }
   if (filled > 0 || !yielded) yield current.subarray(0, filled);
+}
+
+/** A file's spans, read straight into buffers from `pool` (a 0-byte file makes one empty span). */
+export async function* fileSpans(path: string, pool: SpanPool): AsyncGenerator<Buffer> {
+  const handle = await open(path, "r").catch((err: unknown) => {
+    throw fsError("read", path, err);
+  });
+  try {
+    for (let position = 0; ;) {
+      const buffer = pool.take();
+      let filled = 0;
+      while (filled < buffer.length) {
+        const length = buffer.length - filled;
+        const { bytesRead } = await handle
+          .read(buffer, filled, length, position + filled)
+          .catch((err: unknown) => {
+            throw fsError("read", path, err);
+          });
+        if (bytesRead === 0) break;
+        filled += bytesRead;
+      }
+      if (filled === buffer.length) {
+        position += filled;
+        yield buffer;
+        continue;
+      }
+      if (filled > 0 || position === 0) yield buffer.subarray(0, filled);
+      return;
+    }
+  } finally {
+    await handle.close();
+  }
 }
 
 /**
@@ -107,24 +164,26 @@ export class MemberLog {
 }
 
 /**
- * The gzip members of a byte stream, in order, compressed on every core where the stream is
+ * The gzip members of `spans` (buffers from `pool`), in order, compressed on every core where the stream is
  * long enough to pay for the threads (`MemberCompressor`), noting each member's stored length
  * in `log`. `knownLarge` starts the threads at once (a file whose size says so); otherwise they
  * start once the stream has shown itself long enough (standard input).
  */
 export async function* gzipMembers(
-  source: AsyncIterable<Buffer>,
+  spans: AsyncIterable<Buffer>,
+  pool: SpanPool,
   level: number,
   log: MemberLog,
   knownLarge: boolean,
 ): AsyncGenerator<Buffer> {
   const compressor = new MemberCompressor(level, knownLarge);
+  const gzip = async (span: Buffer) => {
+    const member = await compressor.gzip(span);
+    pool.give(span); // Only once made: a worker lost on the way may need it again.
+    return member;
+  };
   try {
-    const members = inOrder(
-      spansOf(source, log.span),
-      (span) => compressor.gzip(span),
-      compressor.inFlight,
-    );
+    const members = inOrder(spans, gzip, compressor.inFlight);
     for await (const member of members) {
       log.storedSizes.push(member.length);
       yield member;

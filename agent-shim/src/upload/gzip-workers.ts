@@ -162,7 +162,7 @@ export class MemberCompressor {
         this.fallBack();
         return;
       }
-      // Never what keeps the process alive: `close` ends them, and so does the process's end.
+      // What keeps the process alive only while it holds a member (then its answer is awaited).
       worker.unref();
       const slot: Slot = { worker, job: undefined };
       worker.on("message", (answer: Answer) => this.answered(slot, answer));
@@ -178,6 +178,7 @@ export class MemberCompressor {
       const job = this.queue.shift();
       if (!job) return;
       slot.job = job;
+      slot.worker.ref();
       // Copied, not handed over: if the worker is lost, the span is still here to gzip again.
       slot.worker.postMessage(job.span);
     }
@@ -186,6 +187,7 @@ export class MemberCompressor {
   private answered(slot: Slot, answer: Answer): void {
     const job = slot.job;
     slot.job = undefined;
+    slot.worker.unref();
     if (!job) return;
     if ("member" in answer) {
       const { member } = answer;

@@ -14,7 +14,14 @@ import { pipeline } from "node:stream/promises";
 import { gzipSync } from "node:zlib";
 import { DigestStream } from "./digest.js";
 import { CliError, fsError } from "../cli/errors.js";
-import { MemberLog, gzipMembers, memberSpanFor, type MemberTable } from "./gzip-members.js";
+import {
+  MemberLog,
+  SpanPool,
+  fileSpans,
+  gzipMembers,
+  memberSpanFor,
+  type MemberTable,
+} from "./gzip-members.js";
 import { WORKERS_AFTER_MEMBERS } from "./gzip-workers.js";
 import { digestFilePartsAside } from "./part-digests-aside.js";
 import { PartDigestStream } from "./part-digests.js";
@@ -178,14 +185,14 @@ export async function gzipToTemp(
     const log = new MemberLog(span);
     const out = createWriteStream(temp, { flags: "wx", mode: 0o600 });
     const knownLarge = size > WORKERS_AFTER_MEMBERS * span;
-    await readingFile(path, (input) => {
-      // One member at a time between here and the disk: memory stays flat.
-      const members = gzipMembers(input, level, log, knownLarge);
-      const gzip = Readable.from(members, { objectMode: false, highWaterMark: 1 });
-      return parts
-        ? pipeline(gzip, stored, parts, out, { signal })
-        : pipeline(gzip, stored, out, { signal });
-    }).catch((err: unknown) => {
+    const pool = new SpanPool(span);
+    const members = gzipMembers(fileSpans(path, pool), pool, level, log, knownLarge);
+    // One member at a time between here and the disk: memory stays flat.
+    const gzip = Readable.from(members, { objectMode: false, highWaterMark: 1 });
+    const written = parts
+      ? pipeline(gzip, stored, parts, out, { signal })
+      : pipeline(gzip, stored, out, { signal });
+    await written.catch((err: unknown) => {
       throw err instanceof CliError || signal.aborted ? err : fsError("write temp file", temp, err);
     });
     return {

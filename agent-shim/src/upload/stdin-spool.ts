@@ -6,7 +6,7 @@ import { CliError, fsError } from "../cli/errors.js";
 import { MIN_PART_BYTES } from "../../../src/part-plan.js";
 import { SINGLE_UPLOAD_MAX_BYTES } from "../../../src/services/single-upload-limit.js";
 import { DigestStream } from "./digest.js";
-import { MEMBER_SPAN, MemberLog, gzipMembers } from "./gzip-members.js";
+import { MEMBER_SPAN, MemberLog, SpanPool, gzipMembers, spansOf } from "./gzip-members.js";
 import { PartDigestStream } from "./part-digests.js";
 import { SAMPLE_BYTES, gzipPays, type StoredBytes } from "./prepare.js";
 import { sniff, type Sniffed } from "./sniff.js";
@@ -63,7 +63,9 @@ export async function spoolStdin(input: Readable, level: number): Promise<Spoole
   try {
     const out = createWriteStream(temp, { flags: "wx", mode: 0o600 });
     const source = Readable.from(everything());
-    const members = (chunks: AsyncIterable<Buffer>) => gzipMembers(chunks, level, log, false);
+    const pool = new SpanPool(MEMBER_SPAN);
+    const members = (chunks: AsyncIterable<Buffer>) =>
+      gzipMembers(spansOf(chunks, pool), pool, level, log, false);
     if (gzip) await pipeline(source, original, members, stored, parts, out);
     else await pipeline(source, original, parts, out);
   } catch (err) {
