@@ -1,6 +1,6 @@
 import * as os from "node:os";
 import { promisify } from "node:util";
-import { Worker } from "node:worker_threads";
+import type { Worker } from "node:worker_threads";
 import { gzip } from "node:zlib";
 import { UsageError } from "../cli/errors.js";
 
@@ -103,6 +103,7 @@ export class MemberCompressor {
   private readonly workers: boolean;
   private readonly script: string;
   private slots: Slot[] | undefined;
+  private starting: Promise<void> | undefined;
   private readonly queue: Job[] = [];
   private broken = false;
   private closed = false;
@@ -127,9 +128,17 @@ export class MemberCompressor {
   gzip(span: Buffer): Promise<Buffer> {
     this.members += 1;
     if (!this.useWorkers()) return gzipAsync(span, { level: this.level });
-    return new Promise<Buffer>((resolve, reject) => {
-      this.queue.push({ span, resolve, reject });
-      this.dispatch();
+    // node:worker_threads is loaded only here: a send that never starts workers never pays for it.
+    this.starting ??= import("node:worker_threads").then(
+      ({ Worker }) => this.start(Worker),
+      () => this.fallBack(),
+    );
+    return this.starting.then(() => {
+      if (this.broken || this.closed) return gzipAsync(span, { level: this.level });
+      return new Promise<Buffer>((resolve, reject) => {
+        this.queue.push({ span, resolve, reject });
+        this.dispatch();
+      });
     });
   }
 
@@ -146,13 +155,11 @@ export class MemberCompressor {
 
   private useWorkers(): boolean {
     if (!this.workers || this.broken || this.closed) return false;
-    if (this.slots) return true;
-    if (!this.knownLarge && this.members <= WORKERS_AFTER_MEMBERS) return false;
-    this.start();
-    return !this.broken;
+    return this.starting !== undefined || this.knownLarge || this.members > WORKERS_AFTER_MEMBERS;
   }
 
-  private start(): void {
+  private start(Worker: typeof import("node:worker_threads").Worker): void {
+    if (this.closed) return;
     this.slots = [];
     for (let i = 0; i < this.threads; i++) {
       let worker: Worker;

@@ -1,18 +1,11 @@
-import {
-  closeSync,
-  createReadStream,
-  createWriteStream,
-  fstatSync,
-  openSync,
-  readSync,
-  type ReadStream,
-} from "node:fs";
+import { closeSync, createWriteStream, fstatSync, openSync, readSync } from "node:fs";
 import { stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { gzipSync } from "node:zlib";
 import { DigestStream } from "./digest.js";
+import { hashWhole } from "./hash-pass.js";
 import { CliError, fsError } from "../cli/errors.js";
 import {
   MemberLog,
@@ -120,19 +113,14 @@ function readFully(fd: number, buffer: Buffer): number {
  * each part as well (a file sent as it is, large enough to go up in parts), on another thread.
  */
 export async function hashFile(path: string, partSize?: number): Promise<Hashed> {
-  const digest = new DigestStream();
   const parts = partSize === undefined ? undefined : digestFilePartsAside(path, partSize);
-  const drain = async (chunks: AsyncIterable<Buffer>) => {
-    // Drained: the digest is all this pass wants.
-    for await (const chunk of chunks) void chunk;
-  };
+  let hashed: Hashed;
   try {
-    await readingFile(path, (input) => pipeline(input, digest, drain));
+    hashed = await hashWhole(path, PASS_CHUNK_BYTES);
   } catch (err) {
     parts?.stop();
     throw err;
   }
-  const hashed: Hashed = { size: digest.bytes, sha256: digest.hex() };
   if (parts) hashed.partSha256 = await parts.digests;
   return hashed;
 }
@@ -213,16 +201,4 @@ export async function gzipToTemp(
 /** The error for a file that changed between the passes over it. */
 export function changedWhileSending(path: string): CliError {
   return new CliError(`${path} changed while it was being sent; send it again once it is complete`);
-}
-
-/** Runs `use` on a stream of the file; a failure reading the file is reported as such. */
-async function readingFile(path: string, use: (input: ReadStream) => Promise<void>): Promise<void> {
-  const input = createReadStream(path, { highWaterMark: PASS_CHUNK_BYTES });
-  let readError: unknown;
-  input.once("error", (err) => (readError = err));
-  try {
-    await use(input);
-  } catch (err) {
-    throw readError === undefined ? err : fsError("read", path, readError);
-  }
 }
