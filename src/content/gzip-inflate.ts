@@ -259,9 +259,11 @@ export async function digestMembers(
   try {
     for (const [index, memberSize] of table.storedSizes.entries()) {
       const exact = new FixedLengthStream(memberLength(size, table.span, index));
-      const inflated = cursor.take(memberSize).pipeThrough(new DecompressionStream("gzip"));
+      const gunzip = new DecompressionStream("gzip");
+      // Piped by hand, not `pipeThrough`: every pipe's failure is then awaited here.
       await Promise.all([
-        inflated.pipeTo(exact.writable),
+        feedMember(cursor.take(memberSize), gunzip.writable),
+        gunzip.readable.pipeTo(exact.writable),
         exact.readable.pipeTo(digest, { preventClose: true }),
       ]);
     }
@@ -276,4 +278,26 @@ export async function digestMembers(
     storedSha256Hex: storedHash.digest("hex"),
     storedSize,
   };
+}
+
+/** Writes `member` into `sink` and closes it; every promise of the writer is awaited or caught. */
+async function feedMember(
+  member: ReadableStream<Uint8Array>,
+  sink: WritableStream<Uint8Array>,
+): Promise<void> {
+  const writer = sink.getWriter();
+  writer.closed.catch(() => {}); // its failure is the write's or close's, thrown below
+  const reader = member.getReader();
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      await writer.write(value);
+    }
+    await writer.close();
+  } catch (error) {
+    await writer.abort(error).catch(() => {});
+    await reader.cancel().catch(() => {});
+    throw error;
+  }
 }

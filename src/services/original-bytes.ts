@@ -74,11 +74,13 @@ export async function openOriginal(
 type UploadedForm = StoredForm & { storedSize: number; storedSha256: string; sha256: string };
 
 /**
- * Checks an upload's bytes as the store holds them: the stored SHA-256 when `checkStored`
- * (a multipart object, which no store verified whole) and, for gzip, the original bytes
- * they inflate to. True only when every digest and length is the declared one; a
- * decompression bomb stops at the declared size. False when the object is gone or its
- * bytes are not the declared ones; throws when the store could not be read (try again).
+ * Checks an upload's bytes as the store holds them, in one read: the stored SHA-256 when
+ * `checkStored` (a multipart object, which no store verified whole) and, for gzip, the
+ * original bytes they inflate to, member by member when the upload declared a member table
+ * (each member must inflate to its span and end at its stored size). True only when every
+ * digest and length is the declared one; a decompression bomb stops at the declared size (a
+ * member at its span). False when the object is gone or its bytes are not the declared ones;
+ * throws when the store could not be read (try again).
  */
 export async function storedBytesMatch(
   store: BlobStore,
