@@ -831,7 +831,12 @@ class Relay(object):
         attempt made. None when the relay has no such route (an older relay): the caller
         declares and PUTs instead."""
         fields = ("name", "size", "sha256", "contentType", "encoding", "storedSha256")
-        query = urlencode([(k, str(declaration[k])) for k in fields], quote_via=quote)
+        pairs = [(k, str(declaration[k])) for k in fields]
+        members = declaration.get("members")
+        if members:
+            pairs.append(("memberSpan", str(members["span"])))
+            pairs.append(("memberSizes", ",".join(str(n) for n in members["storedSizes"])))
+        query = urlencode(pairs, quote_via=quote)
         headers = {
             "authorization": "Bearer " + self.token,
             "accept": "application/json",
@@ -1011,8 +1016,8 @@ def file_part_digests(path, part_size, abandon):
     return digests.finish_parts()
 
 
-def read_chunks(path, start=0, length=None):
-    """The bytes of a file in chunks; a failure to read is reported as such."""
+def read_chunks(path, start=0, length=None, span=CHUNK):
+    """The bytes of a file in chunks of span bytes; a failure to read is reported as such."""
     try:
         handle = open(path, "rb")
     except OSError as err:
@@ -1022,7 +1027,7 @@ def read_chunks(path, start=0, length=None):
             handle.seek(start)
             left = length
             while left is None or left > 0:
-                chunk = handle.read(CHUNK if left is None else min(CHUNK, left))
+                chunk = handle.read(span if left is None else min(span, left))
                 if not chunk:
                     break
                 if left is not None:
@@ -1069,45 +1074,126 @@ def tmpdir():
 
 
 class Stored(object):
-    """The bytes to upload: the file itself, or a temp file (gzip, an archive)."""
+    """The bytes to upload: the file itself, or a temp file (gzip, an archive). `members` is the
+    member table of gzip written as independent members, to declare."""
 
-    def __init__(self, encoding, path, size, sha256, parts, temp):
+    def __init__(self, encoding, path, size, sha256, parts, temp, members=None):
         self.encoding = encoding
         self.path = path
         self.size = size
         self.sha256 = sha256
         self.parts = parts
         self.temp = temp
+        self.members = members
 
     def dispose(self):
         if self.temp:
             release(self.path)
 
 
-def gzip_to_temp(path, level, part_size, abandon):
+# gzip as independent members: the original cut into spans of a fixed size, each span gzipped
+# on its own into a complete gzip stream, the members concatenated (still one valid .gz). The
+# member table (the span, each member's stored size) goes with the declaration, so the relay
+# inflates only the members a read touches; and members compress on every core at once.
+MEMBER_SPAN = MiB
+MAX_MEMBER_SPAN = 4 * MiB
+MAX_MEMBERS = 10000
+# Members a stream gzips on the calling thread before it starts a pool (16 MiB at 1 MiB).
+POOL_AFTER_MEMBERS = 16
+
+
+def member_span_for(size):
+    """1 MiB, or just enough more for the table to stay within MAX_MEMBERS (past about 39 GiB
+    the members are written but not declared)."""
+    return min(MAX_MEMBER_SPAN, max(MEMBER_SPAN, -(-size // MAX_MEMBERS)))
+
+
+def member_table(span, sizes):
+    return {"span": span, "storedSizes": sizes} if len(sizes) <= MAX_MEMBERS else None
+
+
+def gzip_member(data, level):
+    """One span as a complete gzip stream (zlib lets go of the GIL while it works)."""
+    z = zlib.compressobj(level, zlib.DEFLATED, 31)
+    return z.compress(data) + z.flush()
+
+
+def compression_threads():
+    """AIRLOCK_GZIP_THREADS (1-64) over the cores, at most 8: as the Node shim has it."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return integer_var("AIRLOCK_GZIP_THREADS", max(1, min(8, cores or 1)), 1, 64)
+
+
+def spans_of(chunks, span):
+    """A byte stream cut into span-sized pieces: the last may be shorter; no bytes make one empty."""
+    held = bytearray()
+    cut = False
+    for chunk in chunks:
+        if not held and len(chunk) == span:
+            cut = True
+            yield chunk
+            continue
+        held += chunk
+        while len(held) >= span:
+            cut = True
+            yield bytes(memoryview(held)[:span])
+            del held[:span]
+    if held or not cut:
+        yield bytes(held)
+
+
+def gzip_members(spans, level, sizes, known_large, threads=None):
+    """The gzip members of spans, in order, noting each one's size in sizes. Past a few members
+    (at once when known_large) they are gzipped in a pool of threads, at most two per thread
+    under way (memory stays flat); on one core, or with threads=1, on the calling thread."""
+    threads = compression_threads() if threads is None else threads
+    pool, pending = None, []
+    try:
+        for count, data in enumerate(spans, 1):
+            if pool is None and threads > 1 and (known_large or count > POOL_AFTER_MEMBERS):
+                pool = ThreadPoolExecutor(threads)
+            pending.append(pool.submit(gzip_member, data, level) if pool else data)
+            while pending and (pool is None or len(pending) >= 2 * threads):
+                yield _member_done(pending.pop(0), level, sizes)
+        while pending:
+            yield _member_done(pending.pop(0), level, sizes)
+    finally:
+        if pool is not None:
+            for future in pending:
+                future.cancel()
+            pool.shutdown(wait=False)
+
+
+def _member_done(item, level, sizes):
+    member = gzip_member(item, level) if isinstance(item, bytes) else item.result()
+    sizes.append(len(member))
+    return member
+
+
+def gzip_to_temp(path, level, part_size, abandon, threads=None):
     temp = temp_path(tmpdir(), "airlock-", ".gz")
     digests = Digests(part_size)
+    sizes = []
     try:
+        size = os.stat(path).st_size
+        span = member_span_for(size)
         fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "wb") as sink:
-            z = zlib.compressobj(level, zlib.DEFLATED, 31)
-            for chunk in read_chunks(path):
+            spans = spans_of(read_chunks(path, span=span), span)
+            known_large = size > POOL_AFTER_MEMBERS * span
+            for member in gzip_members(spans, level, sizes, known_large, threads):
                 if abandon.is_set():
                     raise CliError("abandoned")
-                data = z.compress(chunk)
-                if data:
-                    digests.update(data)
-                    sink.write(data)
-            data = z.flush()
-            digests.update(data)
-            sink.write(data)
+                digests.update(member)
+                sink.write(member)
     except OSError as err:
         release(temp)
         raise fs_error("write temp file", temp, err)
     except BaseException:
         release(temp)
         raise
-    return Stored("gzip", temp, digests.size, digests.hash.hexdigest(), digests.finish_parts(), True)
+    table = member_table(span, sizes)
+    return Stored("gzip", temp, digests.size, digests.hash.hexdigest(), digests.finish_parts(), True, table)
 
 
 def changed_while_sending(path):
@@ -1264,6 +1350,8 @@ class Sender(object):
 
     def send_stored(self, declaration, stored, source):
         """Declares the stored form, stores the bytes and completes: (file, deduped, uploaded)."""
+        if stored.members and declaration.get("encoding") == "gzip":
+            declaration = dict(declaration, members=stored.members)
         if declaration["storedSize"] > multipart_threshold():
             return self.send_in_parts(declaration, stored, source)
         answer = self.relay.declare(declaration)
@@ -1657,27 +1745,25 @@ def spool_stdin(name, level):
     # to tens of GB, and a pass of their own is taken for the rest.
     original = Digests(None if gzip else MIN_PART_BYTES)
     stored = Digests(MIN_PART_BYTES) if gzip else original
-    z = zlib.compressobj(level, zlib.DEFLATED, 31) if gzip else None
+    sizes = []
+
+    def chunks():
+        chunk = b"".join(head)
+        del head[:]  # given away: memory holds no more than the chunks in flight
+        while chunk:
+            if gzip:
+                original.update(chunk)
+            yield chunk
+            chunk = read_stdin()
+
     try:
         fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "wb") as sink:
-
-            def keep(data):
-                if data:
-                    stored.update(data)
-                    sink.write(data)
-
-            chunk = b"".join(head)
-            del head[:]  # given away: memory holds no more than the chunk in flight
-            while chunk:
-                if z:
-                    original.update(chunk)
-                    keep(z.compress(chunk))
-                else:
-                    keep(chunk)
-                chunk = read_stdin()
-            if z:
-                keep(z.flush())
+            # Its length unknown, the input gets the usual span, and a pool once it proves long.
+            out = gzip_members(spans_of(chunks(), MEMBER_SPAN), level, sizes, False) if gzip else chunks()
+            for data in out:
+                stored.update(data)
+                sink.write(data)
     except OSError as err:
         release(temp)
         raise fs_error("write temp file", temp, err)
@@ -1693,8 +1779,9 @@ def spool_stdin(name, level):
         "storedSize": stored.size,
         "storedSha256": stored.hash.hexdigest(),
     }
+    table = member_table(MEMBER_SPAN, sizes) if gzip else None
     parts = stored.finish_parts() if part_size_for(original.size) == MIN_PART_BYTES else None
-    return declaration, Stored(declaration["encoding"], temp, stored.size, declaration["storedSha256"], parts, True)
+    return declaration, Stored(declaration["encoding"], temp, stored.size, declaration["storedSha256"], parts, True, table)
 
 
 def describe_in_memory(original, name, level, sniffed=None):
@@ -1708,11 +1795,12 @@ def describe_in_memory(original, name, level, sniffed=None):
     sample = original[:SAMPLE_BYTES]
     worth_trying = size >= MIN_GZIP_BYTES and not compressed
     if worth_trying and (size <= SAMPLE_BYTES or gzip_pays(size, sample, compressed, level)):
-        z = zlib.compressobj(level, zlib.DEFLATED, 31)
-        gzipped = z.compress(original) + z.flush()
+        sizes = []
+        gzipped = b"".join(gzip_members(spans_of([original], MEMBER_SPAN), level, sizes, False, 1))
         if len(gzipped) <= size * (1 - MIN_GZIP_SAVING):
             stored_sha256 = hashlib.sha256(gzipped).hexdigest()
             declaration.update({"encoding": "gzip", "storedSize": len(gzipped), "storedSha256": stored_sha256})
+            declaration["members"] = member_table(MEMBER_SPAN, sizes)
             return declaration, gzipped
     declaration.update({"encoding": "identity", "storedSize": size, "storedSha256": sha256})
     return declaration, original
@@ -1728,7 +1816,7 @@ def stored_in_temp(declaration, data):
     except OSError as err:
         release(temp)
         raise fs_error("write temp file", temp, err)
-    stored = Stored(declaration["encoding"], temp, declaration["storedSize"], declaration["storedSha256"], None, True)
+    stored = Stored(declaration["encoding"], temp, declaration["storedSize"], declaration["storedSha256"], None, True, declaration.get("members"))
     return declaration, stored
 
 

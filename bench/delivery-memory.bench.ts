@@ -4,13 +4,14 @@
 // (/proc/<pid>/clear_refs), delivers, and reads VmHWM.
 import { execFileSync } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
-import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { startTelegramFake } from "../test/fixtures/platforms/telegram-fake";
 import { startWhatsAppFake } from "../test/fixtures/platforms/whatsapp-fake";
 import { startRelay } from "../test/support/relay";
+import { resetPeak, statusKiB, workerdPids } from "./workerd-process";
 
 const CHAT = "777";
 const WA_ID = "15550000777";
@@ -19,22 +20,6 @@ const CASES = [
   { to: `telegram:${CHAT}`, size: 50_000_000 },
   { to: `whatsapp:${WA_ID}`, size: 100_000_000 },
 ];
-
-function workerdPids(processGroup: number): number[] {
-  const out = execFileSync("ps", ["-o", "pid=,comm=", "-g", String(processGroup)], {
-    encoding: "utf8",
-  });
-  return out
-    .split("\n")
-    .map((line) => line.trim().split(/\s+/))
-    .filter(([, comm]) => comm === "workerd")
-    .map(([pid]) => Number(pid));
-}
-
-async function statusKiB(pid: number, field: "VmRSS" | "VmHWM"): Promise<number> {
-  const status = await readFile(`/proc/${pid}/status`, "utf8");
-  return Number(new RegExp(`${field}:\\s+(\\d+)`).exec(status)?.[1] ?? 0);
-}
 
 const mib = (kib: number) => (kib / 1024).toFixed(1);
 
@@ -74,7 +59,7 @@ try {
 
     // The runtime process that grows is the one running the Worker; report each.
     const pids = workerdPids(relay.processGroup);
-    for (const pid of pids) await writeFile(`/proc/${pid}/clear_refs`, "5");
+    for (const pid of pids) await resetPeak(pid);
     const before = await Promise.all(pids.map((pid) => statusKiB(pid, "VmRSS")));
     const started = Date.now();
     const response = await fetch(`${relay.url}/v1/files/${sent.fileId}/deliveries`, {

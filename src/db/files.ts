@@ -1,4 +1,6 @@
 import type { FileOrigin } from "../services/file-origin";
+import type { MemberTable } from "../content/gzip-members";
+import { MEMBER_COLUMNS, MEMBER_JOIN, memberTableOfRow } from "./gzip-members";
 import { SESSION_SCOPE_SQL, sessionUsageSql } from "./sessions";
 
 /** A file as users see it: a name and a lifetime over stored bytes it knows the place of. */
@@ -20,6 +22,11 @@ export interface FileRow {
   deletedAt?: number | null;
   /** Where it came from: the sandbox, a seed, a chat, an upload link. */
   origin: FileOrigin;
+  /**
+   * The verified gzip member table of its stored bytes, when they have one: a read then
+   * inflates only the members it touches. Filled by single-file reads (`findFileIncludingDeleted`).
+   */
+  members?: MemberTable | null;
 }
 
 interface FileDbRow {
@@ -37,6 +44,8 @@ interface FileDbRow {
   expires_at: number;
   deleted_at: number | null;
   origin: FileOrigin;
+  member_span?: number | null;
+  member_sizes?: string | null;
 }
 
 function toFile(row: FileDbRow): FileRow {
@@ -55,6 +64,7 @@ function toFile(row: FileDbRow): FileRow {
     expiresAt: row.expires_at,
     deletedAt: row.deleted_at,
     origin: row.origin,
+    members: memberTableOfRow(row),
   };
 }
 
@@ -257,7 +267,10 @@ export async function findFileIncludingDeleted(
   db: D1Database,
   id: string,
 ): Promise<FileRow | null> {
-  const row = await db.prepare("SELECT * FROM files WHERE id = ?").bind(id).first<FileDbRow>();
+  const row = await db
+    .prepare(`SELECT f.*, ${MEMBER_COLUMNS} FROM files f ${MEMBER_JOIN} WHERE f.id = ?`)
+    .bind(id)
+    .first<FileDbRow>();
   return row ? toFile(row) : null;
 }
 

@@ -12,7 +12,7 @@ import {
   type Session,
   type SessionRow,
 } from "./sessions";
-import type { Upload } from "./uploads";
+import { memberColumns, type Upload } from "./uploads";
 
 /**
  * The D1 side of a one-request upload (`POST /v1/single-uploads`) in two batches, each one
@@ -152,8 +152,9 @@ function insertUploadUnlessHeld(
   return db
     .prepare(
       `INSERT INTO uploads (id, session_id, name, size, sha256, content_type, encoding, stored_key,
-                            stored_size, stored_sha256, status, created_at, expires_at)
-       SELECT ?6, ?1, ?7, ?4, ?3, ?8, ?9, ?10, ?11, ?12, 'pending', ?2, ?13
+                            stored_size, stored_sha256, status, created_at, expires_at,
+                            member_span, member_sizes)
+       SELECT ?6, ?1, ?7, ?4, ?3, ?8, ?9, ?10, ?11, ?12, 'pending', ?2, ?13, ?14, ?15
        WHERE NOT EXISTS (SELECT 1 FROM blobs b WHERE ${heldBlob})
          AND ${callerMayDeclare} AND ${fitsQuota}`,
     )
@@ -167,6 +168,7 @@ function insertUploadUnlessHeld(
       upload.storedSize,
       upload.storedSha256,
       upload.expiresAt,
+      ...memberColumns(upload),
     );
 }
 

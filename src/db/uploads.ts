@@ -1,3 +1,4 @@
+import { decodeSizes, encodeSizes, type MemberTable } from "../content/gzip-members";
 import { sessionUsageSql } from "./sessions";
 
 /** A declared upload: what a sandbox promised to PUT. */
@@ -18,6 +19,8 @@ export interface Upload {
   fileId: string | null;
   /** Set when the bytes go up in parts. */
   multipart: MultipartPlan | null;
+  /** The gzip member table the declare carried (verified with the hash); absent: untabled. */
+  members?: MemberTable | null;
 }
 
 /** How a multipart upload is cut, what each part must hash to, and the store's id for it. */
@@ -46,6 +49,8 @@ interface UploadRow {
   part_size: number | null;
   part_sha256: string | null;
   store_upload_id: string | null;
+  member_span: number | null;
+  member_sizes: string | null;
 }
 
 function toUpload(row: UploadRow): Upload {
@@ -72,7 +77,17 @@ function toUpload(row: UploadRow): Upload {
             storeUploadId: row.store_upload_id,
           }
         : null,
+    members:
+      row.member_span !== null && row.member_sizes !== null
+        ? { span: row.member_span, storedSizes: decodeSizes(row.member_sizes) }
+        : null,
   };
+}
+
+/** The member table's two columns (`member_span`, `member_sizes`) as an insert binds them. */
+export function memberColumns(upload: Pick<Upload, "members">): [number | null, string | null] {
+  const table = upload.members;
+  return table ? [table.span, encodeSizes(table.storedSizes)] : [null, null];
 }
 
 /**
@@ -92,8 +107,10 @@ export async function insertUploadWithinQuota(
     .prepare(
       `INSERT INTO uploads (id, session_id, name, size, sha256, content_type, encoding, stored_key,
                             stored_size, stored_sha256, status, created_at, expires_at,
-                            part_size, part_sha256, store_upload_id, request_id)
-       SELECT ?3, ?1, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, 'pending', ?2, ?12, ?14, ?15, ?16, ?17
+                            part_size, part_sha256, store_upload_id, request_id,
+                            member_span, member_sizes)
+       SELECT ?3, ?1, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, 'pending', ?2, ?12, ?14, ?15, ?16, ?17,
+              ?18, ?19
        WHERE ${usage} + ?5 <= ?13`,
     )
     .bind(
@@ -114,6 +131,7 @@ export async function insertUploadWithinQuota(
       upload.multipart?.partSha256.join("") ?? null,
       upload.multipart?.storeUploadId ?? null,
       requestId,
+      ...memberColumns(upload),
     )
     .run();
   return result.meta.changes > 0;

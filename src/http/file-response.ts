@@ -1,7 +1,7 @@
 import type { FileRow } from "../db/files";
 import { AppError } from "../errors";
 import type { BlobStore } from "../storage";
-import { contentGone, openOriginal } from "../services/original-bytes";
+import { contentGone, openOriginal, UNTABLED_INFLATE_BUDGET } from "../services/original-bytes";
 import { withKnownLength } from "../storage/known-length";
 import { contentDisposition } from "./content-disposition";
 import { parseRange } from "./range";
@@ -54,7 +54,7 @@ export async function fileResponse(
   const headers = new Headers({
     "content-type": options.inline?.contentType ?? sendableType(file.contentType),
     "content-disposition": contentDisposition(file.name, options.inline ? "inline" : "attachment"),
-    "accept-ranges": "bytes",
+    "accept-ranges": rangesServed(file) ? "bytes" : "none",
     // The bytes go out exactly as stored: no on-the-fly compression by Cloudflare's
     // front line (or Miniflare, which mimics it), which would drop Content-Length and Range.
     "cache-control": "private, max-age=0, must-revalidate, no-transform",
@@ -203,11 +203,27 @@ export function etagMatches(request: Request, file: FileRow): boolean {
   );
 }
 
-/** The `Range` a request asks for, unless an `If-Range` names another version (RFC 9110 §13.1.5). */
+/**
+ * The `Range` a request asks for, unless an `If-Range` names another version (RFC 9110 §13.1.5)
+ * or the range would cost more than it serves: an untabled gzip file is inflated from its
+ * first byte, so a range starting past `UNTABLED_INFLATE_BUDGET` is ignored (RFC 9110 §14.2
+ * lets a server answer the whole representation) and the whole file streams instead.
+ */
 export function requestedRange(request: Request, file: FileRow): ReturnType<typeof parseRange> {
   const ifRange = request.headers.get("if-range");
   if (ifRange !== null && ifRange !== etagOf(file)) return undefined;
-  return parseRange(request.headers.get("range") ?? undefined, file.size);
+  const range = parseRange(request.headers.get("range") ?? undefined, file.size);
+  if (typeof range === "object" && !rangesServed(file) && range.offset > UNTABLED_INFLATE_BUDGET)
+    return undefined;
+  return range;
+}
+
+/**
+ * Whether any range of the file is served as one: not for an untabled gzip file larger than
+ * `UNTABLED_INFLATE_BUDGET` (`Accept-Ranges: none`; ranges near its start are still served).
+ */
+function rangesServed(file: FileRow): boolean {
+  return file.encoding !== "gzip" || !!file.members || file.size <= UNTABLED_INFLATE_BUDGET;
 }
 
 /**

@@ -6,6 +6,7 @@ import { insertUploadWithinQuota, type Upload } from "../db/uploads";
 import type { Deps } from "../deps";
 import { AppError } from "../errors";
 import { newId } from "../ids";
+import { memberTableProblem, memberTableSchema } from "../content/gzip-members";
 import { MAX_PARTS, partCount, partSizeFor } from "../part-plan";
 import { uploadKey } from "../storage";
 import type { UploadAnswer } from "../wire-types";
@@ -35,6 +36,8 @@ export const declareUploadBody = z
     storedSha256: sha256Hex.optional(),
     /** Asks for a multipart upload: the SHA-256 of each `partSizeFor(size)` part of the stored bytes. */
     partSha256: z.array(sha256Hex).min(1).max(MAX_PARTS).optional(),
+    /** The gzip member table (docs/api.md): the stored bytes are independent gzip members. */
+    members: memberTableSchema.optional(),
   })
   .strict()
   .refine(
@@ -50,7 +53,17 @@ export const declareUploadBody = z
   .refine(
     (b) => b.partSha256 === undefined || b.storedSize !== undefined,
     "partSha256 goes with encoding, storedSize and storedSha256",
-  );
+  )
+  .refine((b) => b.members === undefined || b.encoding === "gzip", {
+    message: 'members goes only with "encoding": "gzip"',
+    path: ["members"],
+  })
+  .superRefine((b, context) => {
+    if (b.members === undefined || b.storedSize === undefined) return;
+    const problem = memberTableProblem(b.members, b.size, b.storedSize);
+    if (problem)
+      context.addIssue({ code: "custom", message: problem, path: ["members", "storedSizes"] });
+  });
 
 export type DeclareUploadBody = z.infer<typeof declareUploadBody>;
 
@@ -142,6 +155,7 @@ export async function declareUpload(
     expiresAt: now + config.uploadUrlTtlSeconds * 1000,
     fileId: null,
     multipart: null,
+    members: body.members ?? null,
   };
   if (parts) {
     const storeUploadId = await deps.store.createMultipartUpload(upload.storedKey);

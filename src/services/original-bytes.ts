@@ -3,14 +3,35 @@ import type { BlobStore } from "../storage";
 import type { ByteRange } from "../storage/blob-store";
 import { digestExactly } from "../content/stream-digest";
 import { AppError } from "../errors";
+import { inflateRange, memberOffsets } from "../content/gzip-inflate";
+import { digestMembers } from "../content/gzip-member-digest";
+import type { MemberTable } from "../content/gzip-members";
+import { logEvent } from "../log";
 
-/** How a blob is kept: enough to turn stored bytes back into the original ones. */
-export type StoredForm = Pick<Blob, "encoding" | "storedKey" | "size">;
+/**
+ * How a blob is kept: enough to turn stored bytes back into the original ones; `members`, the
+ * verified member table of gzip stored as independent members (null or absent: untabled).
+ */
+export type StoredForm = Pick<Blob, "encoding" | "storedKey" | "size"> & {
+  members?: MemberTable | null;
+};
+
+/**
+ * Original bytes an untabled gzip read may inflate beyond what it serves: it inflates from
+ * byte 0, so only a range starting within this many bytes is served as a range (`fileResponse`
+ * answers any other with the whole file). Tabled files inflate at most the members a range
+ * touches, whatever the range.
+ */
+export const UNTABLED_INFLATE_BUDGET = 8 * 1024 * 1024;
 
 /**
  * Streams the original bytes (or a range of them) of a stored blob. Identity blobs are
- * read straight from the store (ranges included); gzip blobs are inflated on the fly
- * and the range is cut from the inflated stream.
+ * read straight from the store (ranges included). Gzip blobs are inflated as the stream is
+ * read, and no further than the range's end: with a member table, only the stored bytes of
+ * the members the range touches are fetched and inflated; an untabled blob is inflated from
+ * its first byte, so its ranges must start within `UNTABLED_INFLATE_BUDGET`. Either way each
+ * member (an untabled file: the whole) is cut off at its declared inflated length, and a cut
+ * is logged (`inflate_stopped`) and errors the stream.
  */
 export async function openOriginal(
   store: BlobStore,
@@ -21,42 +42,76 @@ export async function openOriginal(
     const object = await store.get(blob.storedKey, range);
     return object ? object.body : null;
   }
-  const object = await store.get(blob.storedKey);
+  const wanted = range ?? { offset: 0, length: blob.size };
+  const onStop = (reason: string) =>
+    logEvent("inflate_stopped", { storedKey: blob.storedKey, reason }, "warn");
+  const table = blob.members;
+  if (!table) {
+    if (wanted.offset > UNTABLED_INFLATE_BUDGET) {
+      throw new Error(`an untabled gzip read from ${wanted.offset} is over the inflate budget`);
+    }
+    const object = await store.get(blob.storedKey);
+    if (!object) return null;
+    const plan = { start: 0, inflatedLength: blob.size, range: wanted };
+    return inflateRange(object.body, plan, onStop);
+  }
+  // Only the members the range touches: their stored bytes, inflated from the first one's start.
+  const { span, storedSizes } = table;
+  const first = Math.floor(wanted.offset / span);
+  const last = Math.max(first, Math.floor((wanted.offset + wanted.length - 1) / span));
+  const offsets = memberOffsets(storedSizes);
+  const storedRange = { offset: offsets[first]!, length: offsets[last + 1]! - offsets[first]! };
+  const object = await store.get(blob.storedKey, storedRange);
   if (!object) return null;
-  const inflated = object.body.pipeThrough(new DecompressionStream("gzip"));
-  return range ? inflated.pipeThrough(sliceStream(range)) : inflated;
+  const start = first * span;
+  const plan = {
+    start,
+    inflatedLength: Math.min(blob.size, (last + 1) * span) - start,
+    range: wanted,
+  };
+  return inflateRange(object.body, plan, onStop);
 }
 
 type UploadedForm = StoredForm & { storedSize: number; storedSha256: string; sha256: string };
 
 /**
- * Checks an upload's bytes as the store holds them: the stored SHA-256 when `checkStored`
- * (a multipart object, which no store verified whole) and, for gzip, the original bytes
- * they inflate to. True only when every digest and length is the declared one; a
- * decompression bomb stops at the declared size. False when the object is gone or its
- * bytes are not the declared ones; throws when the store could not be read (try again).
+ * Checks an upload's bytes as the store holds them, in one read: the stored SHA-256 when
+ * `checkStored` (a multipart object, which no store verified whole) and, for gzip, the
+ * original bytes they inflate to, member by member when the upload declared a member table
+ * (each member must inflate to its span and end at its stored size). True only when every
+ * digest and length is the declared one; a decompression bomb stops at the declared size (a
+ * member at its span). False when the object is gone or its bytes are not the declared ones;
+ * throws when the store could not be read (try again).
  */
 export async function storedBytesMatch(
   store: BlobStore,
   upload: UploadedForm,
   checkStored: boolean,
 ): Promise<boolean> {
-  if (checkStored || upload.encoding === "identity") {
+  if (upload.encoding === "identity") {
     const stored = await storedDigest(store, upload);
-    if (stored !== upload.storedSha256) return false;
-    if (upload.encoding === "identity") return stored === upload.sha256;
+    return stored === upload.storedSha256 && stored === upload.sha256;
   }
   const object = await store.get(upload.storedKey);
   if (!object) return false;
   try {
-    const inflated = object.body.pipeThrough(new DecompressionStream("gzip"));
-    const original = await digestExactly(inflated, upload.size);
-    return original.sha256Hex === upload.sha256;
+    // One read: the stored digest, each member's boundary and span, the original digest. An
+    // untabled upload is one member as long as the stored bytes, inflating to the whole size.
+    const table = upload.members ?? { span: upload.size, storedSizes: [Infinity] };
+    const digest = await digestMembers(object.body, table, upload.size);
+    return (
+      digest.sha256Hex === upload.sha256 &&
+      (!checkStored ||
+        (digest.storedSize === upload.storedSize && digest.storedSha256Hex === upload.storedSha256))
+    );
   } catch (error) {
-    // Bad gzip fails the same way every time; a read the store broke off does not. Intact
-    // stored bytes mean the former; a store that fails again throws again (retried later).
-    if ((await storedDigest(store, upload)) === upload.storedSha256) return false;
-    throw error;
+    // Bad gzip (or bad members) fails the same way every time; a read the store broke off
+    // does not. A second read that gets through means the former; a store that fails again
+    // throws again (retried later).
+    await storedDigest(store, upload).catch(() => {
+      throw error;
+    });
+    return false;
   }
 }
 
@@ -65,28 +120,6 @@ async function storedDigest(store: BlobStore, upload: UploadedForm): Promise<str
   const object = await store.get(upload.storedKey);
   if (!object || object.size !== upload.storedSize) return null;
   return (await digestExactly(object.body, upload.storedSize)).sha256Hex;
-}
-
-/** Passes through only the bytes of `range`, then ends the stream. */
-function sliceStream({ offset, length }: ByteRange): TransformStream<Uint8Array, Uint8Array> {
-  let position = 0;
-  const end = offset + length;
-  return new TransformStream({
-    transform(chunk, controller) {
-      const chunkStart = position;
-      position += chunk.byteLength;
-      if (position <= offset || chunkStart >= end) {
-        if (chunkStart >= end) controller.terminate();
-        return;
-      }
-      controller.enqueue(
-        chunk.subarray(
-          Math.max(0, offset - chunkStart),
-          Math.min(chunk.byteLength, end - chunkStart),
-        ),
-      );
-    },
-  });
 }
 
 /** A file whose row outlived its stored bytes (a lifecycle rule, an operator's delete). */

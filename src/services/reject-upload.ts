@@ -1,3 +1,4 @@
+import { forgetMemberTables } from "../db/gzip-members";
 import { isStoredKeyInUse } from "../db/blobs";
 import { markUploadRejected, type Upload } from "../db/uploads";
 import type { Deps } from "../deps";
@@ -12,5 +13,6 @@ export async function rejectUpload(deps: Deps, upload: Upload): Promise<void> {
 export async function deleteObjectIfUnused(deps: Deps, upload: Upload): Promise<void> {
   if (!(await isStoredKeyInUse(deps.db, upload.storedKey, upload.id))) {
     await deps.store.delete(upload.storedKey);
+    await forgetMemberTables(deps.db, [upload.storedKey]);
   }
 }

@@ -8,16 +8,18 @@ import {
   type FileRow,
 } from "../db/files";
 import { declareSingleUpload, upsertBlobOfUploadStatement } from "../db/single-uploads";
+import { memberTableStatement } from "../db/gzip-members";
 import { completeUploadStatement, type Upload } from "../db/uploads";
 import type { Deps } from "../deps";
 import { AppError } from "../errors";
 import { checkLive, liveSession } from "../auth/live-session";
 import { idempotencyKeyOf } from "../http/idempotency-key";
-import { digestExactly } from "../content/stream-digest";
+import { digestMembers } from "../content/gzip-member-digest";
 import { newId } from "../ids";
 import { logEvent } from "../log";
 import { uploadKey } from "../storage";
 import { ContentRejectedError } from "../storage/blob-store";
+import type { MemberTable } from "../content/gzip-members";
 import { declareUploadBody } from "./declare-upload";
 import { fileOfUpload } from "./complete-upload";
 import {
@@ -47,8 +49,19 @@ const singleUploadQuery = z
     contentType: z.string().optional(),
     encoding: z.string(),
     storedSha256: z.string(),
+    /** The gzip member table (docs/api.md): `memberSpan=<span>&memberSizes=<s1>,<s2>,...`. */
+    memberSpan: decimal.optional(),
+    memberSizes: z
+      .string()
+      .regex(/^\d{1,16}(,\d{1,16}){0,9999}$/, "must be whole numbers separated by commas")
+      .transform((sizes) => sizes.split(",").map(Number))
+      .optional(),
   })
-  .strict();
+  .strict()
+  .refine((q) => (q.memberSpan === undefined) === (q.memberSizes === undefined), {
+    message: "memberSpan and memberSizes go together",
+    path: ["memberSpan"],
+  });
 
 type SingleUploadQuery = z.infer<typeof singleUploadQuery>;
 
@@ -71,6 +84,7 @@ interface SingleDeclared {
   encoding: "identity" | "gzip";
   storedSize: number;
   storedSha256: string;
+  members?: MemberTable | undefined;
 }
 
 /**
@@ -226,6 +240,7 @@ function pendingUpload(
     expiresAt: now + deps.config.uploadUrlTtlSeconds * 1000,
     fileId: null,
     multipart: null,
+    members: declared.members ?? null,
   };
 }
 
@@ -265,7 +280,12 @@ function parseDeclaration(
         "one-request upload; declare it with POST /v1/uploads",
     );
   }
-  const result = declareUploadBody.safeParse({ ...query, storedSize });
+  const { memberSpan, memberSizes, ...fields } = query;
+  const members =
+    memberSpan === undefined || memberSizes === undefined
+      ? undefined
+      : { span: memberSpan, storedSizes: memberSizes };
+  const result = declareUploadBody.safeParse({ ...fields, members, storedSize });
   if (!result.success) throw invalidRequest(result.error);
   const { encoding = "identity", storedSha256 = query.storedSha256 } = result.data;
   return { ...result.data, encoding, storedSize, storedSha256 };
@@ -280,8 +300,8 @@ function invalidRequest(error: z.ZodError): AppError {
 
 /**
  * Reads the body (at most `SINGLE_UPLOAD_MAX_BYTES`, natively: no script runs per chunk),
- * hashes it and, for gzip, inflates it (cut off at the declared size) and hashes the original
- * bytes; only bytes that are exactly the declared ones go to the upload's key, where the
+ * hashes it and, for gzip, inflates it (cut off at the declared size; with a member table,
+ * member by member, each cut off at its span) and hashes the original bytes; only bytes that are exactly the declared ones go to the upload's key, where the
  * store verifies the stored SHA-256 again. Throws `length_mismatch` for a body that is not
  * `storedSize` bytes long and `content_mismatch` for any other difference.
  */
@@ -289,8 +309,11 @@ async function storeChecked(deps: Deps, upload: Upload, body: ReadableStream<Uin
   const bytes = await readExactly(body, upload.storedSize);
   if (sha256Hex(bytes) !== upload.storedSha256) throw contentMismatch();
   if (upload.encoding === "gzip") {
-    const inflated = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
-    const original = await digestExactly(inflated, upload.size).catch(() => null);
+    // With a member table, each member inflates on its own to its span and ends at its size;
+    // without, the bytes are one member inflating to the declared size.
+    const table = upload.members ?? { span: upload.size, storedSizes: [bytes.byteLength] };
+    const stored = new Blob([bytes]).stream();
+    const original = await digestMembers(stored, table, upload.size).catch(() => null);
     if (original?.sha256Hex !== upload.sha256) throw contentMismatch();
   }
   const expected = { size: upload.storedSize, sha256Hex: upload.storedSha256 };
@@ -338,6 +361,9 @@ async function register(
     insertFileOfUploadStatement(deps.db, file, upload.id),
     upsertBlobOfUploadStatement(deps.db, blobOf(upload, file), upload.id, file.id),
   ];
+  if (upload.members) {
+    statements.push(memberTableStatement(deps.db, upload.storedKey, upload.members, now));
+  }
   if (idempotencyKey !== undefined) {
     statements.push(setIdempotencyKeyStatement(deps.db, file.id, idempotencyKey));
   }

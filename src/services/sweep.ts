@@ -1,3 +1,4 @@
+import { forgetMemberTables } from "../db/gzip-members";
 import { deleteExpiredBlobs, isStoredKeyInUse } from "../db/blobs";
 import { deleteExpiredLinks } from "../db/links";
 import {
@@ -85,6 +86,7 @@ export async function sweep(deps: Deps, batch = SWEEP_BATCH): Promise<SweepResul
   for (const key of new Set([...blobKeys, ...staleUploads.map((u) => u.storedKey)])) {
     if (await isStoredKeyInUse(db, key, "", now)) continue;
     await store.delete(key);
+    await forgetMemberTables(db, [key]);
     objectsDeleted += 1;
   }
   const linksDeleted = await deleteExpiredLinks(db, now);

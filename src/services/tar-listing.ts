@@ -16,8 +16,9 @@ export type { TarEntry, TarListing } from "../content/tar-listing-types";
 /**
  * How far a listing reads: it runs once per stored archive, but on bytes anyone may have
  * uploaded (a gzip bomb among them), so its time and memory must stay small whatever they are.
+ * `bytes` counts the tar stream, i.e. what a tar.gz inflates to: the inflated-bytes cap.
  */
-export const TAR_LIMITS = { entries: 500, bytes: 4 * 1024 * 1024 };
+export const TAR_LIMITS = { entries: 500, bytes: 64 * 1024 * 1024 };
 /** Longer entry names (GNU long names and pax paths may run to megabytes) are cut. */
 const MAX_ENTRY_NAME = 512;
 

@@ -1,5 +1,6 @@
 import { findLiveBlob, rehomeBlob, upsertBlob, type Blob } from "../db/blobs";
 import { deleteFile, findFileIncludingDeleted, markFileVerified, type FileRow } from "../db/files";
+import { recordMemberTable } from "../db/gzip-members";
 import { findUpload, type Upload } from "../db/uploads";
 import type { Deps } from "../deps";
 import { logEvent } from "../log";
@@ -113,13 +114,22 @@ export async function verifyUploadContent(
 }
 
 /**
- * Records an upload's bytes as verified content: the blob (kept as it is when one for this
- * content exists) and the file, still on its upload's own object. One statement each,
- * whatever other scopes hold.
+ * Records an upload's bytes as verified content: its member table (verified with them), the
+ * blob (kept as it is when one for this content exists) and the file, still on its upload's
+ * own object. One statement each, whatever other scopes hold.
  */
 export async function recordVerified(deps: Deps, upload: Upload, file: FileRow): Promise<void> {
+  await keepMemberTable(deps, upload, upload.storedKey);
   await upsertBlob(deps.db, blobOf(upload, file));
   await markFileVerified(deps.db, file.id, upload);
+}
+
+/**
+ * Records the upload's verified member table for an object holding its stored bytes, before
+ * any file points there: a file on that key is then never read as untabled.
+ */
+async function keepMemberTable(deps: Deps, upload: Upload, storedKey: string): Promise<void> {
+  if (upload.members) await recordMemberTable(deps.db, storedKey, upload.members, deps.now());
 }
 
 /**
@@ -142,6 +152,7 @@ async function shareStoredCopy(deps: Deps, upload: Upload, file: FileRow): Promi
     return file;
   }
   if (blob.storedSha256 !== upload.storedSha256) return file;
+  await keepMemberTable(deps, upload, blob.storedKey);
   await markFileVerified(deps.db, file.id, blob);
   await deleteObjectIfUnused(deps, upload);
   return { ...file, storedKey: blob.storedKey, encoding: blob.encoding };
@@ -169,6 +180,8 @@ async function settleOnContentKey(
     const fresh = { ...blobOf(upload, file), storedKey: contentKey, createdAt: deps.now() };
     home = await rehomeBlob(deps.db, fresh);
   }
+  if (home.storedSha256 === upload.storedSha256)
+    await keepMemberTable(deps, upload, home.storedKey);
   await markFileVerified(deps.db, file.id, home);
   // A download redirected a moment ago may still be on its way to the old object.
   await deps.verifyQueue.send(

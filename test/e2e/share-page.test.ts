@@ -9,6 +9,7 @@ import { prepareShim, runShim } from "../shim/run-shim";
 import { ARTIFACTS, launchChromium } from "../support/chromium";
 import { type RunningRelay } from "../support/relay";
 import { sharedRelay } from "../support/shared-relay";
+import { tarHeader } from "../support/tar-bomb";
 
 const sha256 = (bytes: Uint8Array) => createHash("sha256").update(bytes).digest("hex");
 
@@ -69,16 +70,7 @@ function pdf(text: string): Buffer {
 function tarGz(files: Record<string, string>): Buffer {
   const blocks: Buffer[] = [];
   for (const [name, text] of Object.entries(files)) {
-    const header = Buffer.alloc(512);
-    header.write(name, 0);
-    header.write("0000644\0", 100);
-    header.write(`${text.length.toString(8).padStart(11, "0")}\0`, 124);
-    header.write("00000000000\0", 136);
-    header.write("        ", 148);
-    header.write("0", 156);
-    header.write("ustar\u000000", 257);
-    const sum = header.reduce((total, byte) => total + byte, 0);
-    header.write(`${sum.toString(8).padStart(6, "0")}\0 `, 148);
+    const header = tarHeader(name, text.length);
     blocks.push(
       header,
       Buffer.alloc(Math.ceil(text.length / 512) * 512, 0).fill(text, 0, text.length),

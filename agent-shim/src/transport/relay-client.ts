@@ -33,6 +33,8 @@ export interface UploadDeclaration {
   storedSha256?: string;
   /** The SHA-256 of each part of the stored bytes: asks for a multipart upload. */
   partSha256?: string[];
+  /** gzip stored as independent members: the original bytes per member, each one's stored size. */
+  members?: { span: number; storedSizes: number[] };
 }
 
 /** `POST /v1/requests`: what an upload link takes. */
@@ -227,13 +229,18 @@ export class RelayClient {
    * relay has no such route (an older relay): the caller declares and PUTs instead.
    */
   async singleUpload(
-    declaration: Required<Omit<UploadDeclaration, "partSha256">>,
+    declaration: Required<Omit<UploadDeclaration, "partSha256" | "members">> &
+      Pick<UploadDeclaration, "members">,
     body: () => Buffer | Readable,
   ): Promise<FileRecord | undefined> {
     const { name, size, sha256, contentType, encoding, storedSize, storedSha256 } = declaration;
     const query = new URLSearchParams({ name, size: String(size), sha256, contentType });
     query.set("encoding", encoding);
     query.set("storedSha256", storedSha256);
+    if (declaration.members) {
+      query.set("memberSpan", String(declaration.members.span));
+      query.set("memberSizes", declaration.members.storedSizes.join(","));
+    }
     const action = `upload of ${name}`;
     const headers = {
       authorization: `Bearer ${this.config.token}`,

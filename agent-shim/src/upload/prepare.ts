@@ -1,17 +1,21 @@
-import {
-  closeSync,
-  createReadStream,
-  createWriteStream,
-  fstatSync,
-  openSync,
-  readSync,
-  type ReadStream,
-} from "node:fs";
+import { closeSync, createWriteStream, fstatSync, openSync, readSync } from "node:fs";
+import { stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
+import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
-import { createGzip, gzipSync } from "node:zlib";
+import { gzipSync } from "node:zlib";
 import { DigestStream } from "./digest.js";
+import { hashWhole } from "./hash-pass.js";
 import { CliError, fsError } from "../cli/errors.js";
+import {
+  MemberLog,
+  SpanPool,
+  fileSpans,
+  gzipMembers,
+  memberSpanFor,
+  type MemberTable,
+} from "./gzip-members.js";
+import { WORKERS_AFTER_MEMBERS } from "./gzip-workers.js";
 import { digestFilePartsAside } from "./part-digests-aside.js";
 import { PartDigestStream } from "./part-digests.js";
 import { sniff, type Sniffed } from "./sniff.js";
@@ -59,6 +63,8 @@ export interface StoredBytes {
    * taken on the way (bytes that may go up in parts).
    */
   partSha256?: string[];
+  /** gzip written as independent members: their table, to declare. */
+  members?: MemberTable;
   /** Removes the temp copy, if there is one. */
   dispose(): Promise<void>;
 }
@@ -107,19 +113,14 @@ function readFully(fd: number, buffer: Buffer): number {
  * each part as well (a file sent as it is, large enough to go up in parts), on another thread.
  */
 export async function hashFile(path: string, partSize?: number): Promise<Hashed> {
-  const digest = new DigestStream();
   const parts = partSize === undefined ? undefined : digestFilePartsAside(path, partSize);
-  const drain = async (chunks: AsyncIterable<Buffer>) => {
-    // Drained: the digest is all this pass wants.
-    for await (const chunk of chunks) void chunk;
-  };
+  let hashed: Hashed;
   try {
-    await readingFile(path, (input) => pipeline(input, digest, drain));
+    hashed = await hashWhole(path, PASS_CHUNK_BYTES);
   } catch (err) {
     parts?.stop();
     throw err;
   }
-  const hashed: Hashed = { size: digest.bytes, sha256: digest.hex() };
   if (parts) hashed.partSha256 = await parts.digests;
   return hashed;
 }
@@ -147,9 +148,10 @@ export function identity(path: string, file: Hashed): StoredBytes {
 }
 
 /**
- * Pass 2: gzips the file into a temp file in the OS temp directory, hashing the gzip output
- * (what storage will verify). It runs alongside pass 1 (zlib works on libuv's thread pool)
- * and is abandoned through `signal` on a dedup hit. A file that changes between the passes
+ * Pass 2: gzips the file into a temp file in the OS temp directory as independent members
+ * (`gzipMembers`, on every core for a large file), hashing the gzip output (what storage will
+ * verify) and noting the member table. It runs alongside pass 1 (off the main thread) and is
+ * abandoned through `signal` on a dedup hit. A file that changes between the passes
  * is caught by the relay, which checks what the gzip inflates to. Given `partSize`, it takes
  * the part digests of the gzip output too (the part size comes from the original size, so the
  * boundaries are known while the output grows).
@@ -164,13 +166,21 @@ export async function gzipToTemp(
   const stored = new DigestStream();
   const parts = partSize === undefined ? undefined : new PartDigestStream(partSize);
   try {
+    const { size } = await stat(path).catch((err: unknown) => {
+      throw fsError("read", path, err);
+    });
+    const span = memberSpanFor(size);
+    const log = new MemberLog(span);
     const out = createWriteStream(temp, { flags: "wx", mode: 0o600 });
-    const gzip = createGzip({ level });
-    await readingFile(path, (input) =>
-      parts
-        ? pipeline(input, gzip, stored, parts, out, { signal })
-        : pipeline(input, gzip, stored, out, { signal }),
-    ).catch((err: unknown) => {
+    const knownLarge = size > WORKERS_AFTER_MEMBERS * span;
+    const pool = new SpanPool(span);
+    const members = gzipMembers(fileSpans(path, pool), pool, level, log, knownLarge);
+    // One member at a time between here and the disk: memory stays flat.
+    const gzip = Readable.from(members, { objectMode: false, highWaterMark: 1 });
+    const written = parts
+      ? pipeline(gzip, stored, parts, out, { signal })
+      : pipeline(gzip, stored, out, { signal });
+    await written.catch((err: unknown) => {
       throw err instanceof CliError || signal.aborted ? err : fsError("write temp file", temp, err);
     });
     return {
@@ -179,6 +189,7 @@ export async function gzipToTemp(
       storedSize: stored.bytes,
       storedSha256: stored.hex(),
       partSha256: parts?.parts.finish(),
+      members: log.table(),
       dispose: () => releaseTemp(temp),
     };
   } catch (err) {
@@ -190,16 +201,4 @@ export async function gzipToTemp(
 /** The error for a file that changed between the passes over it. */
 export function changedWhileSending(path: string): CliError {
   return new CliError(`${path} changed while it was being sent; send it again once it is complete`);
-}
-
-/** Runs `use` on a stream of the file; a failure reading the file is reported as such. */
-async function readingFile(path: string, use: (input: ReadStream) => Promise<void>): Promise<void> {
-  const input = createReadStream(path, { highWaterMark: PASS_CHUNK_BYTES });
-  let readError: unknown;
-  input.once("error", (err) => (readError = err));
-  try {
-    await use(input);
-  } catch (err) {
-    throw readError === undefined ? err : fsError("read", path, readError);
-  }
 }

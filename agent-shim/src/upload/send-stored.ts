@@ -27,8 +27,9 @@ export interface SendContext {
   states: UploadStates;
 }
 
-/** A file's declaration, complete with its stored form. */
-export type FullDeclaration = Required<Omit<UploadDeclaration, "partSha256">>;
+/** A file's declaration, complete with its stored form (and its member table, for gzip members). */
+export type FullDeclaration = Required<Omit<UploadDeclaration, "partSha256" | "members">> &
+  Pick<UploadDeclaration, "members">;
 
 /** What is sent: its declaration, its stored bytes, and where it came from (to resume it). */
 export interface StoredSend {
@@ -56,7 +57,8 @@ export interface Sent {
  * is saved so that a later `send` of the same bytes (after a failure, or a killed run) resumes
  * it: only the parts the store does not hold go up again.
  */
-export async function sendStored(ctx: SendContext, job: StoredSend): Promise<Sent> {
+export async function sendStored(ctx: SendContext, send: StoredSend): Promise<Sent> {
+  const job = withMemberTable(send);
   if (job.declaration.storedSize <= SINGLE_UPLOAD_MAX_BYTES) {
     const sent = await sendInOneRequest(ctx.relay, job.declaration, job.stored);
     if (sent) return sent;
@@ -65,6 +67,13 @@ export async function sendStored(ctx: SendContext, job: StoredSend): Promise<Sen
   const answer = await ctx.relay.declareUpload(job.declaration);
   if (answer.status === "deduped") return { file: answer.file, deduped: true, uploadedBytes: 0 };
   return sendWhole(ctx, job, answer);
+}
+
+/** The send with the stored bytes' member table in its declaration, when they have one. */
+function withMemberTable(job: StoredSend): StoredSend {
+  const { members } = job.stored;
+  if (!members || job.declaration.encoding !== "gzip") return job;
+  return { ...job, declaration: { ...job.declaration, members } };
 }
 
 /** One PUT of all the stored bytes, as the relay's answer to a declaration asks. */

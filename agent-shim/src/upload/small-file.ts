@@ -1,8 +1,8 @@
 import { createHash } from "node:crypto";
 import { writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { gzipSync } from "node:zlib";
 import { fsError } from "../cli/errors.js";
+import { MEMBER_SPAN, declarableTable, gzipMembersSync } from "./gzip-members.js";
 import {
   MIN_GZIP_BYTES,
   MIN_GZIP_SAVING,
@@ -40,14 +40,20 @@ export function describeInMemory(
     !compressed &&
     (size <= SAMPLE_BYTES || gzipPays({ size, sample, compressed }, level));
   if (worthTrying) {
-    const gzipped = gzipSync(original, { level });
+    const members = gzipMembersSync(original, level);
+    const gzipped = members.length === 1 ? (members[0] as Buffer) : Buffer.concat(members);
     if (gzipped.length <= size * (1 - MIN_GZIP_SAVING)) {
       const declaration = { name, size, sha256, contentType, encoding: "gzip" as const };
+      const table = declarableTable(
+        MEMBER_SPAN,
+        members.map((member) => member.length),
+      );
       return {
         declaration: {
           ...declaration,
           storedSize: gzipped.length,
           storedSha256: sha256Hex(gzipped),
+          ...(table && { members: table }),
         },
         stored: gzipped,
       };
@@ -78,6 +84,7 @@ export async function storedInTemp({ declaration, stored }: InMemory): Promise<S
     path,
     storedSize: declaration.storedSize,
     storedSha256: declaration.storedSha256,
+    members: declaration.members,
     dispose: () => releaseTemp(path),
   };
 }

@@ -97,7 +97,10 @@ function isUtf8Text(sample: Buffer, truncated: boolean): boolean {
   if (sample.includes(0)) return false;
   try {
     // `stream: true` holds back a trailing partial character instead of calling it invalid.
-    new TextDecoder("utf-8", { fatal: true }).decode(sample, { stream: truncated });
+    // (ignoreBOM spelled out: the relay's Workers types, which tests importing this see, require it.)
+    new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(sample, {
+      stream: truncated,
+    });
     return true;
   } catch {
     return false;

@@ -2,11 +2,11 @@ import { createWriteStream } from "node:fs";
 import { tmpdir } from "node:os";
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
-import { createGzip } from "node:zlib";
 import { CliError, fsError } from "../cli/errors.js";
 import { MIN_PART_BYTES } from "../../../src/part-plan.js";
 import { SINGLE_UPLOAD_MAX_BYTES } from "../../../src/services/single-upload-limit.js";
 import { DigestStream } from "./digest.js";
+import { MEMBER_SPAN, MemberLog, SpanPool, gzipMembers, spansOf } from "./gzip-members.js";
 import { PartDigestStream } from "./part-digests.js";
 import { SAMPLE_BYTES, gzipPays, type StoredBytes } from "./prepare.js";
 import { sniff, type Sniffed } from "./sniff.js";
@@ -58,10 +58,15 @@ export async function spoolStdin(input: Readable, level: number): Promise<Spoole
   // The part size depends on the total, still unknown: digests at the smallest part size fit
   // every input up to tens of GB, and a pass of their own is taken for the rest.
   const parts = new PartDigestStream(MIN_PART_BYTES);
+  // Its length unknown, the input gets the usual span, and threads once it proves long.
+  const log = new MemberLog(MEMBER_SPAN);
   try {
     const out = createWriteStream(temp, { flags: "wx", mode: 0o600 });
     const source = Readable.from(everything());
-    if (gzip) await pipeline(source, original, createGzip({ level }), stored, parts, out);
+    const pool = new SpanPool(MEMBER_SPAN);
+    const members = (chunks: AsyncIterable<Buffer>) =>
+      gzipMembers(spansOf(chunks, pool), pool, level, log, false);
+    if (gzip) await pipeline(source, original, members, stored, parts, out);
     else await pipeline(source, original, parts, out);
   } catch (err) {
     await releaseTemp(temp);
@@ -78,6 +83,7 @@ export async function spoolStdin(input: Readable, level: number): Promise<Spoole
       storedSize: stored.bytes,
       storedSha256: stored.hex(),
       partSha256: parts.parts.finish(),
+      members: gzip ? log.table() : undefined,
       dispose: () => releaseTemp(temp),
     },
   };
