@@ -1,15 +1,16 @@
 /**
  * The relay's layers, top to bottom; a module may import code only from its own layer or below
  * (`npm run lint` runs this; a type-only import may name a type of a higher layer, such as the
- * `Deps` container, but no import, of either kind, may close a cycle). Entry (index, app) → routes → http → services and mcp → the
+ * `Deps` container, but no import, of either kind, may close a cycle). Entry (index, app) → routes → http and mcp → services → the
  * dependency container (deps, config) → platforms | storage (peers: neither imports the
  * other) → auth → db → the base (content, names, errors, log, ids, encoding, wire types…).
  */
 const LAYERS = [
   { name: "entry", path: "^src/(index|app)\\.ts$" },
   { name: "routes", path: "^src/routes/" },
-  { name: "http", path: "^src/http/" },
-  { name: "services", path: "^src/(services|mcp)/" },
+  // The relay's MCP endpoint answers HTTP as the pages do: its tools call the services.
+  { name: "http", path: "^src/(http|mcp)/" },
+  { name: "services", path: "^src/services/" },
   { name: "container", path: "^src/(deps|config)\\.ts$" },
   { name: "platforms", path: "^src/platforms/" },
   { name: "storage", path: "^src/storage/" },

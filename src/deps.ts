@@ -1,7 +1,7 @@
 import type { Config } from "./config";
 import type { Platforms } from "./platforms";
 import type { PlatformRetryPolicy } from "./platforms/retry";
-import type { VerifyQueue } from "./services/verify-upload";
+import type { VerifyQueue } from "./verify-job";
 import type { BlobStore } from "./storage";
 
 /** What the relay's logic needs, passed in so it can run without HTTP or a real clock. */

@@ -3,7 +3,7 @@ import type { Bindings } from "./env";
 import { logEvent } from "./log";
 import { sweep } from "./services/sweep";
 import { consumeVerifyBatch } from "./services/verify-queue";
-import type { VerifyJob } from "./services/verify-upload";
+import type { VerifyJob } from "./verify-job";
 
 /**
  * The Worker: `fetch` is the relay; `queue` consumes the verify queue (pending uploads'

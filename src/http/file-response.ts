@@ -2,22 +2,10 @@ import type { FileRow } from "../db/files";
 import { AppError } from "../errors";
 import type { BlobStore } from "../storage";
 import { contentGone, openOriginal, UNTABLED_INFLATE_BUDGET } from "../services/original-bytes";
-import { withKnownLength } from "../storage/known-length";
+import { withKnownLength } from "../content/known-length";
 import { contentDisposition } from "./content-disposition";
 import { parseRange } from "./range";
-
-/**
- * A limit on the bytes an answer may send (a share link minted with `maxDownloads`).
- * `fileResponse` consults it after it knows an answer's length and before it reads a byte.
- */
-export interface ByteBudget {
-  /** Throws when nothing may be sent: answers without a body (HEAD, 304, 416) ask this. */
-  check(length: number): Promise<void>;
-  /** Reserves `length` bytes about to be streamed, or throws. */
-  take(length: number): Promise<void>;
-  /** A transfer of `length` reserved bytes ended after `sent` (the client went away). */
-  endedEarly(sent: number, length: number): void;
-}
+import type { ByteBudget } from "../services/link-budget";
 
 export { STORE_URL_TTL_MS } from "../storage/blob-store";
 

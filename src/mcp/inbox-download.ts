@@ -6,7 +6,7 @@ import { AppError } from "../errors";
 import { fileResponse, requestedRange } from "../http/file-response";
 import { logEvent } from "../log";
 import { listReadyInbox } from "../services/inbox";
-import { withKnownLength } from "../storage/known-length";
+import { withKnownLength } from "../content/known-length";
 import { createDownloadToken, verifyDownloadToken } from "./transfer-tokens";
 
 /**

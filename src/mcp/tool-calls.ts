@@ -4,7 +4,7 @@ import { deleteFile, listFiles } from "../db/files";
 import type { Deps } from "../deps";
 import { bytesToHex } from "../encoding";
 import { AppError } from "../errors";
-import { visibleFile } from "../routes/files";
+import { visibleFile } from "../services/visible-file";
 import { deliverBody, deliverFile } from "../services/deliver";
 import { humanSize } from "../services/human-size";
 import { toFileRecord } from "../services/file-record";

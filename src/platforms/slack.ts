@@ -3,7 +3,7 @@ import { timingSafeEqual } from "hono/utils/buffer";
 import { hmacSha256Hex } from "../auth/hmac";
 import { AppError } from "../errors";
 import { cleanFileName } from "../names";
-import { withKnownLength } from "../storage/known-length";
+import { withKnownLength } from "../content/known-length";
 import {
   PlatformError,
   type InboundAttachment,

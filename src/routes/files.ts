@@ -1,16 +1,16 @@
 import { Hono } from "hono";
-import type { AppEnv, Caller } from "../app-env";
+import type { AppEnv } from "../app-env";
 import { requireCaller, sessionOf } from "../auth/middleware";
 import { listDeliveries } from "../db/deliveries";
-import { deleteFile, findFile, listFiles, type FileRow } from "../db/files";
-import type { Deps } from "../deps";
+import { deleteFile, listFiles } from "../db/files";
 import { AppError } from "../errors";
 import { fileResponse, STORE_URL_TTL_MS } from "../http/file-response";
-import { idempotencyKeyOf } from "../http/idempotency-key";
+import { idempotencyKeyOf } from "../services/idempotency-key";
 import { readJson } from "../http/json-body";
 import { deliverBody, deliverFile, toDeliveryRecord } from "../services/deliver";
 import { isFileOrigin, FILE_ORIGINS } from "../services/file-origin";
 import { toFileRecord } from "../services/file-record";
+import { visibleFile } from "../services/visible-file";
 import { createLinkBody, createShareLink } from "../services/share-links";
 
 /** Sandboxes see their own files; the operator sees every session's. */
@@ -73,12 +73,3 @@ export const files = new Hono<AppEnv>()
     const deliveries = await listDeliveries(c.var.deps.db, file.id);
     return c.json({ deliveries: deliveries.map(toDeliveryRecord) });
   });
-
-/** A live file the caller may see; another session's file is reported as missing. */
-export async function visibleFile(deps: Deps, caller: Caller, id: string): Promise<FileRow> {
-  const file = await findFile(deps.db, id);
-  if (!file || (caller.kind === "session" && file.sessionId !== caller.session.id))
-    throw new AppError("file_not_found");
-  if (file.expiresAt <= deps.now()) throw new AppError("file_expired");
-  return file;
-}

@@ -2,8 +2,20 @@ import { refundLinkBytes, reserveLinkBytes, type LinkRow } from "../db/links";
 import type { FileRow } from "../db/files";
 import type { Deps } from "../deps";
 import { AppError } from "../errors";
-import type { ByteBudget } from "../http/file-response";
 import { logEvent } from "../log";
+
+/**
+ * A limit on the bytes an answer may send (a share link minted with `maxDownloads`).
+ * `fileResponse` consults it after it knows an answer's length and before it reads a byte.
+ */
+export interface ByteBudget {
+  /** Throws when nothing may be sent: answers without a body (HEAD, 304, 416) ask this. */
+  check(length: number): Promise<void>;
+  /** Reserves `length` bytes about to be streamed, or throws. */
+  take(length: number): Promise<void>;
+  /** A transfer of `length` reserved bytes ended after `sent` (the client went away). */
+  endedEarly(sent: number, length: number): void;
+}
 
 /**
  * How a share link's `maxDownloads` is enforced: in bytes. A link with `maxDownloads: n`

@@ -13,7 +13,7 @@ import { completeUploadStatement, type Upload } from "../db/uploads";
 import type { Deps } from "../deps";
 import { AppError } from "../errors";
 import { checkLive, liveSession } from "../auth/live-session";
-import { idempotencyKeyOf } from "../http/idempotency-key";
+import { idempotencyKeyOf } from "./idempotency-key";
 import { digestMembers } from "../content/gzip-member-digest";
 import { newId } from "../ids";
 import { logEvent } from "../log";

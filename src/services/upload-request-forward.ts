@@ -1,7 +1,7 @@
 import type { Deps } from "../deps";
 import { AppError } from "../errors";
 import { s3ErrorCode } from "../storage/s3-http";
-import { withKnownLength } from "../storage/known-length";
+import { withKnownLength } from "../content/known-length";
 import {
   ContentRejectedError,
   MultipartUploadGoneError,

@@ -1,6 +1,7 @@
 import type { Deps } from "../deps";
 import { logEvent } from "../log";
-import { runVerifyJob, type VerifyJob } from "./verify-upload";
+import type { VerifyJob } from "../verify-job";
+import { runVerifyJob } from "./verify-upload";
 
 /** Seconds before the queue delivers a failed message again: 5, 10, 20, 40, … up to 10 min. */
 export function retryDelaySeconds(attempts: number): number {

@@ -13,7 +13,7 @@ import {
   type UploadUrlRequest,
   signedPutHeaders,
 } from "./blob-store";
-import { withKnownLength } from "./known-length";
+import { withKnownLength } from "../content/known-length";
 
 /** Makes the relay's own signed URLs for uploads (and parts of uploads) it will receive. */
 export interface RelayUploadUrlSigner {

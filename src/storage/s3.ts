@@ -12,7 +12,7 @@ import {
   type UploadUrlRequest,
   signedPutHeaders,
 } from "./blob-store";
-import { withKnownLength } from "./known-length";
+import { withKnownLength } from "../content/known-length";
 import { S3Http, s3ErrorCode, s3ErrorCodeIn } from "./s3-http";
 import { S3Multipart } from "./s3-multipart";
 

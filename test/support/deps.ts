@@ -2,7 +2,7 @@ import { readConfig } from "../../src/config";
 import type { Deps } from "../../src/deps";
 import type { Bindings } from "../../src/env";
 import { createPlatforms } from "../../src/platforms";
-import type { VerifyJob } from "../../src/services/verify-upload";
+import type { VerifyJob } from "../../src/verify-job";
 import type { BlobStore } from "../../src/storage";
 
 /**

@@ -7,7 +7,7 @@ import {
 import { app } from "../../src/app";
 import type { Bindings } from "../../src/env";
 import worker from "../../src/index";
-import type { VerifyJob } from "../../src/services/verify-upload";
+import type { VerifyJob } from "../../src/verify-job";
 
 export const ORIGIN = "http://relay.test";
 export const ADMIN_TOKEN = "test-admin-token";
