@@ -12,6 +12,8 @@ const testBindings = {
 
 export default defineConfig({
   test: {
+    // A passing test prints nothing; a failing one shows what it and the Worker logged.
+    silent: "passed-only",
     projects: [
       // Units and routes inside the real Workers runtime, on the local R2 and D1.
       defineProject({
@@ -28,6 +30,7 @@ export default defineConfig({
         ],
         test: {
           name: "workers",
+          sequence: { groupOrder: 0 },
           include: ["test/{routes,storage,auth,db,http,services,platforms}/**/*.test.ts"],
           setupFiles: ["./test/apply-migrations.ts"],
           globalSetup: [
@@ -41,10 +44,14 @@ export default defineConfig({
         test: {
           name: "node",
           environment: "node",
-          include: ["test/{e2e,shim,fixtures,security,sdk}/**/*.test.ts"],
+          include: ["test/{e2e,shim,fixtures,security,sdk,mcp}/**/*.test.ts"],
           testTimeout: 60_000,
           hookTimeout: 120_000,
-          fileParallelism: false,
+          // Two files at a time: most of a file's time is spent waiting on relays, shims and
+          // queues, not on this machine's two cores. Run after the workers project.
+          maxWorkers: 2,
+          sequence: { groupOrder: 1 },
+          globalSetup: ["./test/support/shared-relay.setup.ts"],
         },
       }),
     ],

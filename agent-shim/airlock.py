@@ -4,7 +4,7 @@
 #   python3 -c "import urllib.request,sys; urllib.request.urlretrieve(sys.argv[1]+'/shim/airlock.py', '/usr/local/bin/airlock')" "$AIRLOCK_URL" && chmod +x /usr/local/bin/airlock
 #
 # Python 3.8 or newer, standard library only. The same commands, output lines, JSON fields and
-# exit codes as the Node shim (/shim/airlock.mjs): send, get, pull, request, link, rm, ls (not
+# exit codes as the Node shim (/shim/airlock.mjs): send, get, pull, request, link, rm, ls, mcp (not
 # tool-schema). Everything is streamed:
 # memory stays flat whatever the size of a file.
 import errno
@@ -47,6 +47,7 @@ MAX_JSON_BYTES = 16 * 1024 * 1024
 MAX_LINE = 1000
 MAX_META_BYTES = 1024 * 1024
 DEFAULT_MAX_EXTRACT_BYTES = 10 * 1024 ** 3
+DEFAULT_MAX_EXTRACT_ENTRIES = 100000
 STATE_MAX_AGE_MS = 2 * 86400000
 WAIT_LIMIT_S = 30 * 60
 MiB = 1024 * 1024
@@ -62,13 +63,14 @@ USER_AGENT = "airlock-shim/%s python/%d.%d.%d" % ((VERSION,) + tuple(sys.version
 
 USAGE = {
     "send": "airlock send <path|->... [--name <name>] [--to <platform:id>]... [--caption <text>] [--expires <duration>] [--max-downloads <n>] [--wait] [--json] [--media-tag]",
-    "get": "airlock get <fileId|shareUrl> [-o <path>] [--extract] [--max-bytes <n>]",
-    "pull": "airlock pull [--dir <dir>] [--wait] [--timeout <duration>] [--extract] [--max-bytes <n>] [--readonly] [--json]",
-    "request": "airlock request [--name <hint>] [--max-bytes <n>] [--expires <duration>] [--json]",
+    "get": "airlock get <fileId|shareUrl> [-o <path>] [--extract] [--max-bytes <n>] [--max-entries <n>]",
+    "pull": "airlock pull [--dir <dir>] [--wait] [--timeout <duration>] [--extract] [--max-bytes <n>] [--max-entries <n>] [--readonly] [--json]",
+    "request": "airlock request [--name <hint>] [--max-bytes <n>] [--expires <duration>] [--json] | airlock request --cancel <requestId>",
     "link": "airlock link <fileId> [--expires <duration>] [--max-downloads <n>] [--json]",
     "rm": "airlock rm <fileId>",
     "ls": "airlock ls [--json]",
-    "global": "airlock <send|get|pull|request|link|rm|ls> ... | airlock <command> --help | airlock --help | airlock --version",
+    "mcp": "airlock mcp",
+    "global": "airlock <send|get|pull|request|link|rm|ls|mcp> ... | airlock <command> --help | airlock --help | airlock --version",
 }
 
 # Each command's help page, as the Node shim has it (in ASCII: "x" for a times sign, "..." for an
@@ -120,6 +122,9 @@ written""",
                      or pax or long-name headers over 1 MiB
 --max-bytes <n>      with --extract: refuse an archive holding more than <n> bytes of
                      files (K, M, G, T: powers of 1024; default 10G); nothing of it is
+                     kept
+--max-entries <n>    with --extract: refuse an archive holding more than <n> entries
+                     (files, directories, links; default 100000); nothing of it is
                      kept""",
         "example": "airlock get https://airlock.example.com/d/<token> -o data.csv",
     },
@@ -147,6 +152,8 @@ at once, unless --wait""",
                      breaks the name rule, is refused whole and stays in the inbox
 --max-bytes <n>      with --extract: refuse an archive holding more than <n> bytes of
                      files (K, M, G, T: powers of 1024; default 10G)
+--max-entries <n>    with --extract: refuse an archive holding more than <n> entries
+                     (files, directories, links; default 100000)
 --readonly           leave each file written read-only (mode 0444; with --extract,
                      every file in the extracted directory), e.g. configuration the
                      agent must not change
@@ -166,7 +173,9 @@ file arrives in this sandbox's inbox, for pull. The link takes one file""",
 --expires <duration> how long the link takes an upload (90s, 10m, 24h, 7d; default:
                      the relay's link lifetime, never past the session's end)
 --json               print { requestId, url, name, maxBytes, expiresAt } instead of
-                     the URL""",
+                     the URL
+--cancel <requestId> take a link back: it stops working at once, and an upload under
+                     way through it is given up (nothing of it is kept)""",
         "example": "airlock request --name invoice.pdf --expires 1d",
     },
     "link": {
@@ -196,6 +205,16 @@ list this session's files, newest first: id, size, the file's expiry, name""",
         "options": """\
 --json               one file record per line on stdout, as the relay gives it""",
         "example": "airlock ls --json",
+    },
+    "mcp": {
+        "about": """\
+serve the tools of tool-schema --format mcp (send_file, receive_files,
+request_file, share_link, list_files, remove_file) over MCP on stdin and stdout,
+for an agent host to start (claude mcp add airlock -- airlock mcp); nothing but
+protocol messages on stdout. receive_files writes as pull does, read-only when
+AIRLOCK_READONLY=1. Runs until stdin closes""",
+        "options": "",
+        "example": "docker exec -i <sandbox> airlock mcp",
     },
 }
 
@@ -247,11 +266,15 @@ Environment
   AIRLOCK_URL            the relay's base URL, e.g. https://airlock.example.com
   AIRLOCK_TOKEN          this sandbox's session token
   %(inbox_var)s where pull writes without --dir (default: ./%(dir)s)
+  AIRLOCK_READONLY       1: mcp's receive_files leaves each file read-only (pull --readonly)
   AIRLOCK_RETRIES        attempts per request before giving up (default 5)
   AIRLOCK_RETRY_BASE_MS  first retry delay in milliseconds, doubled each time (default 250)
   AIRLOCK_GZIP_LEVEL     gzip level 1-9 used when compressing pays (default 1)
   AIRLOCK_UPLOAD_CONCURRENCY
                          parts of a large upload in flight at once, 1-16 (default 4)
+  AIRLOCK_MULTIPART_THRESHOLD
+                         stored bytes above which a send goes in parts (default 64 MiB,
+                         at least 8 MiB)
 
 Exit status: 0 success, 1 failure (a failed delivery or pulled file included: the
 others still go through), 2 usage or configuration error, %(timeout_exit)d pull --wait --timeout
@@ -384,7 +407,10 @@ def one_line(text):
 
 
 def warn(message):
-    note("airlock: " + one_line(message))
+    line = "airlock: " + one_line(message)
+    if MCP_CALL is not None:
+        MCP_CALL.warnings.append(line)  # a tool's result carries the lines its failures print
+    note(line)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -589,6 +615,26 @@ class Policy(object):
         self.base_ms = integer_var("AIRLOCK_RETRY_BASE_MS", DEFAULT_RETRY_BASE_MS, 0, 60000)
 
 
+def extract_limits(values, usage):
+    """--max-bytes and --max-entries of get and pull: (bytes, entries), with their defaults."""
+    option = values.get("max-entries")
+    entries = DEFAULT_MAX_EXTRACT_ENTRIES
+    if option is not None:
+        entries = int(option.strip()) if re.match(r"^\d+$", option.strip()) else 0
+        if entries <= 0 or entries > 2 ** 53 - 1:
+            raise UsageError(
+                "--max-entries needs a positive whole number (e.g. 500000), not %s; usage: %s"
+                % (to_json(option), usage)
+            )
+    return max_extract_bytes(values.get("max-bytes"), usage), entries
+
+
+def check_extract_flags(values, usage):
+    for flag in ("max-bytes", "max-entries"):
+        if values.get(flag) is not None and not values.get("extract"):
+            raise UsageError("--%s limits --extract; usage: %s" % (flag, usage))
+
+
 def max_extract_bytes(option, usage):
     if option is None:
         return DEFAULT_MAX_EXTRACT_BYTES
@@ -617,6 +663,7 @@ def with_retry(policy, target, attempt, stop=None):
         try:
             return attempt()
         except (NetworkError, RetryableStatus) as err:
+            mcp_check_cancelled()
             transient = isinstance(err, RetryableStatus) or err.transient
             if not transient or tries >= policy.attempts:
                 after = " (after %d attempt%s)" % (tries, "" if tries == 1 else "s") if transient else ""
@@ -638,11 +685,14 @@ def open_request(method, url, headers, body=None, length=None):
     bytes, or an iterable of byte chunks whose total `length` is given."""
     parts = urlsplit(url)
     cls = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
+    mcp_check_cancelled()
     conn = cls(parts.hostname, parts.port, timeout=IDLE_TIMEOUT_S)
     path = parts.path or "/"
     if parts.query:
         path += "?" + parts.query
     try:
+        if MCP_CALL is not None:
+            MCP_CALL.watch(conn, method)
         conn.putrequest(method, path, skip_accept_encoding=True)
         sent = dict((k.lower(), v) for k, v in headers.items())
         sent.setdefault("user-agent", USER_AGENT)
@@ -898,9 +948,16 @@ def part_count(stored_size, part_size):
     return max(1, -(-stored_size // part_size))
 
 
+def multipart_threshold():
+    """Stored bytes above which a send goes up in parts: AIRLOCK_MULTIPART_THRESHOLD, at least
+    one smallest part, else 64 MiB (as the Node shim)."""
+    raw = os.environ.get("AIRLOCK_MULTIPART_THRESHOLD", "").strip()
+    return max(MIN_PART_BYTES, int(raw)) if raw.isdigit() else MULTIPART_THRESHOLD_BYTES
+
+
 def digest_part_size(size, may_grow):
     largest = max_stored_size(size) if may_grow else size
-    return part_size_for(size) if largest > MULTIPART_THRESHOLD_BYTES else None
+    return part_size_for(size) if largest > multipart_threshold() else None
 
 
 class Digests(object):
@@ -1104,6 +1161,8 @@ def put_slice(put, path, start, length, sha256, label, which, policy, stop=None)
                 digest.update(chunk)
                 state["bytes"] += len(chunk)
                 yield chunk
+                if MCP_CALL is not None:
+                    MCP_CALL.moved(len(chunk))  # sent: the next one is asked for
             if state["bytes"] != length or digest.hexdigest() != sha256:
                 raise changed_while_sending(label)
 
@@ -1204,7 +1263,7 @@ class Sender(object):
 
     def send_stored(self, declaration, stored, source):
         """Declares the stored form, stores the bytes and completes: (file, deduped, uploaded)."""
-        if declaration["storedSize"] > MULTIPART_THRESHOLD_BYTES:
+        if declaration["storedSize"] > multipart_threshold():
             return self.send_in_parts(declaration, stored, source)
         answer = self.relay.declare(declaration)
         if answer["status"] == "deduped":
@@ -2161,8 +2220,24 @@ def check_link_target(target, refuse):
             raise refuse("links to a target that is not clean: each part " + problem)
 
 
-def directory_mode(mode):
-    return (mode & 0o777) | 0o700
+def directory_mode(mode, umask):
+    """Permission bits only, clamped to the user's umask, always rwx for the owner."""
+    return (mode & 0o777 & ~umask) | 0o700
+
+
+def user_umask():
+    """The process's umask: from /proc where it shows it, else read by setting it and setting it
+    back at once (nothing else runs meanwhile: extraction is single-threaded)."""
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def inside(root, path):
@@ -2191,7 +2266,13 @@ def resolve_inside(root, start, target, depth):
     return current
 
 
-def unpack(archive, label, work, max_bytes):
+def unpack(archive, label, work, limits):
+    """Extracts every entry into `work`, checking each as it comes: within `limits` (bytes of
+    file content, entries), an entry over either refused before anything of it is written;
+    modes clamped to the user's umask."""
+    max_bytes, max_entries = limits
+    umask = user_umask()
+    entries = 0
     kinds = {}
     dirs = {}
     links = []
@@ -2215,6 +2296,9 @@ def unpack(archive, label, work, max_bytes):
             if rel == "":
                 skip(reader, entry["size"])
                 continue
+            entries += 1
+            if entries > max_entries:
+                raise refuse("takes the archive over %d entries (raise it with --max-entries)" % max_entries)
             parts = rel.split("/")
             for i in range(1, len(parts)):
                 parent = "/".join(parts[:i])
@@ -2234,7 +2318,7 @@ def unpack(archive, label, work, max_bytes):
             os.makedirs(os.path.dirname(path), exist_ok=True)
             if entry["type"] == "directory":
                 os.makedirs(path, exist_ok=True)
-                dirs[rel] = (directory_mode(entry["mode"]), entry["mtime"])
+                dirs[rel] = (directory_mode(entry["mode"], umask), entry["mtime"])
                 skip(reader, entry["size"])
                 continue
             if entry["type"] == "symlink":
@@ -2268,7 +2352,7 @@ def unpack(archive, label, work, max_bytes):
                     sink.write(data)
                     left -= len(data)
             reader.take(len(padding(entry["size"])), False)
-            os.chmod(path, entry["mode"] & 0o777)
+            os.chmod(path, entry["mode"] & 0o777 & ~umask)
             os.utime(path, (entry["mtime"], entry["mtime"]))
             files += 1
     except CliError:
@@ -2289,7 +2373,7 @@ def unpack(archive, label, work, max_bytes):
     return files, dirs, [(rel, target) for rel, target, _ in links]
 
 
-def extract_archive(archive, label, directory, stem, numbered, max_bytes):
+def extract_archive(archive, label, directory, stem, numbered, limits):
     """Extracts into a new directory `stem` in `directory` (numbered when taken, if allowed), by
     way of a temp dir renamed into place once everything is there: a refusal leaves nothing."""
     directory = os.path.abspath(directory)
@@ -2305,7 +2389,7 @@ def extract_archive(archive, label, directory, stem, numbered, max_bytes):
             os.mkdir(work, 0o700)
         except OSError as err:
             raise fs_error("create directory", work, err)
-        files, dirs, links = unpack(archive, label, work, max_bytes)
+        files, dirs, links = unpack(archive, label, work, limits)
         tops = os.listdir(work)
         single = len(tops) == 1 and tops[0] in dirs
         content = os.path.join(work, tops[0]) if single else work
@@ -2320,7 +2404,7 @@ def extract_archive(archive, label, directory, stem, numbered, max_bytes):
             if meta[1] is not None:
                 os.utime(os.path.join(work, rel), (meta[1], meta[1]))
         path = claim_dir(content, directory, stem, numbered)
-        os.chmod(path, directory_mode(root_meta[0]))
+        os.chmod(path, directory_mode(root_meta[0], user_umask()))
         if root_meta[1] is not None:
             os.utime(path, (root_meta[1], root_meta[1]))
         return path, files
@@ -2533,6 +2617,7 @@ def cmd_get(args):
         "output": (True, "o", False),
         "extract": (False, None, False),
         "max-bytes": (True, None, False),
+        "max-entries": (True, None, False),
         "help": (False, "h", False),
     }
     values, positionals = parse_args(args, spec, USAGE["get"])
@@ -2544,9 +2629,8 @@ def cmd_get(args):
     option = values.get("output")
     if values.get("extract") and option == "-":
         raise UsageError("--extract needs a directory, not stdout; usage: " + USAGE["get"])
-    if values.get("max-bytes") is not None and not values.get("extract"):
-        raise UsageError("--max-bytes limits --extract; usage: " + USAGE["get"])
-    max_bytes = max_extract_bytes(values.get("max-bytes"), USAGE["get"])
+    check_extract_flags(values, USAGE["get"])
+    limits = extract_limits(values, USAGE["get"])
     policy = Policy()
     if re.match(r"^https?://", ref, re.I):
         source = share_source(ref)
@@ -2557,7 +2641,7 @@ def cmd_get(args):
         source = (relay.content_url(ref), relay.auth(), ("relay", relay.url, action), record.get("name"), record.get("sha256"))
     url, headers, target, name, sha256 = source
     if values.get("extract"):
-        return out(get_extracted(source, option or ".", policy, max_bytes))
+        return out(get_extracted(source, option or ".", policy, limits))
     if option == "-":
         path, got, _ = download(url, headers, target, name, sha256, ("stdout",), policy)
         note("wrote %s to stdout" % clean_name(got, "the file"))
@@ -2585,7 +2669,7 @@ def not_an_archive(name):
     return CliError("%s is not a .tar.gz archive; get it without --extract" % clean_name(name, "the file"))
 
 
-def get_extracted(source, option, policy, max_bytes):
+def get_extracted(source, option, policy, limits):
     url, headers, target, name, sha256 = source
     if name is not None and archive_stem(name) is None:
         raise not_an_archive(name)
@@ -2600,7 +2684,7 @@ def get_extracted(source, option, policy, max_bytes):
         stem = archive_stem(got)
         if stem is None:
             raise not_an_archive(got)
-        return extract_archive(temp, clean_name(got, "the archive"), directory, stem, False, max_bytes)[0]
+        return extract_archive(temp, clean_name(got, "the archive"), directory, stem, False, limits)[0]
     finally:
         release(temp)
 
@@ -2611,6 +2695,7 @@ def cmd_pull(args):
         "json": (False, None, False),
         "extract": (False, None, False),
         "max-bytes": (True, None, False),
+        "max-entries": (True, None, False),
         "readonly": (False, None, False),
         "wait": (False, None, False),
         "timeout": (True, None, False),
@@ -2623,14 +2708,13 @@ def cmd_pull(args):
         raise UsageError("pull takes no arguments; usage: " + USAGE["pull"])
     if values.get("dir") == "":
         raise UsageError("--dir needs a directory; usage: " + USAGE["pull"])
-    if values.get("max-bytes") is not None and not values.get("extract"):
-        raise UsageError("--max-bytes limits --extract; usage: " + USAGE["pull"])
+    check_extract_flags(values, USAGE["pull"])
     if values.get("timeout") is not None and not values.get("wait"):
         raise UsageError("--timeout needs --wait; usage: " + USAGE["pull"])
     timeout = None
     if values.get("timeout") is not None:
         timeout = parse_duration(values["timeout"], "--timeout", USAGE["pull"])
-    max_bytes = max_extract_bytes(values.get("max-bytes"), USAGE["pull"])
+    limits = extract_limits(values, USAGE["pull"])
     directory = os.path.abspath(values.get("dir") or os.environ.get(INBOX_DIR_VAR) or DEFAULT_PULL_DIR)
     policy = Policy()
     relay = Relay(policy)
@@ -2641,6 +2725,18 @@ def cmd_pull(args):
     if not items:
         note("nothing new in the inbox")
         return 0
+    extract_max = limits if values.get("extract") else None
+
+    def pulled_one(pulled, line):
+        out(to_json(pulled) if values.get("json") else line)
+
+    failed = pull_items(relay, items, directory, policy, extract_max, values.get("readonly"), pulled_one)
+    return 1 if failed else 0
+
+
+def pull_items(relay, items, directory, policy, extract_max, readonly, pulled_one):
+    """Writes `items` into `directory` (created if missing), oldest first, acknowledging each once
+    it is there; shared by pull and the receive_files tool. Says whether any failed."""
     try:
         os.makedirs(directory, exist_ok=True)
     except OSError as err:
@@ -2650,8 +2746,8 @@ def cmd_pull(args):
         name = pulled_name(str(item.get("name") or ""))
         which = "item %s (%s)" % (shown_id(item.get("itemId")), name)
         try:
-            pulled = pull_item(relay, item, name, directory, policy, max_bytes if values.get("extract") else None)
-            if values.get("readonly"):
+            pulled = pull_item(relay, item, name, directory, policy, extract_max)
+            if readonly:
                 make_read_only(pulled["path"])
         except CliError as err:
             if isinstance(err, UnavailableError):
@@ -2659,12 +2755,10 @@ def cmd_pull(args):
             warn("could not pull %s, it stays in the inbox: %s" % (which, err.message))
             failed = True
             continue
-        if values.get("json"):
-            out(to_json(pulled))
-        elif pulled.get("extracted"):
-            out("[User uploaded: %s (%s), extracted to %s/]" % (name, human_size(pulled["size"]), pulled["path"]))
+        if pulled.get("extracted"):
+            pulled_one(pulled, "[User uploaded: %s (%s), extracted to %s/]" % (name, human_size(pulled["size"]), pulled["path"]))
         else:
-            out("[User uploaded: %s (%s) at %s]" % (name, human_size(pulled["size"]), pulled["path"]))
+            pulled_one(pulled, "[User uploaded: %s (%s) at %s]" % (name, human_size(pulled["size"]), pulled["path"]))
         try:
             relay.call("POST", "/v1/inbox/%s/ack" % quote(str(item.get("itemId")), safe=""), "acknowledging " + name)
         except CliError as err:
@@ -2672,7 +2766,7 @@ def cmd_pull(args):
                 list_inbox(relay)
             warn("could not acknowledge %s: %s" % (which, err.message))
             failed = True
-    return 1 if failed else 0
+    return failed
 
 
 def make_read_only(path):
@@ -2843,6 +2937,7 @@ def cmd_request(args):
         "max-bytes": (True, None, False),
         "expires": (True, None, False),
         "json": (False, None, False),
+        "cancel": (True, None, False),
         "help": (False, "h", False),
     }
     values, positionals = parse_args(args, spec, USAGE["request"])
@@ -2850,6 +2945,16 @@ def cmd_request(args):
         return out(command_help("request"))
     if positionals:
         raise UsageError("request takes no arguments; usage: " + USAGE["request"])
+    if values.get("cancel") is not None:
+        if any(values.get(k) is not None for k in ("name", "max-bytes", "expires")):
+            raise UsageError("--cancel takes only the request id; usage: " + USAGE["request"])
+        request_id = values["cancel"]
+        path = "/v1/requests/" + quote(request_id, safe="")
+        state = Relay(Policy()).call("DELETE", path, "cancelling upload link " + request_id)
+        if not isinstance(state, dict) or not isinstance(state.get("requestId"), str):
+            raise CliError("relay gave an unexpected answer to cancelling upload link " + request_id)
+        out(to_json(state) if values.get("json") else "cancelled " + state["requestId"])
+        return 0
     body = {}
     if values.get("name") is not None:
         body["name"] = values["name"]
@@ -2880,6 +2985,977 @@ def cmd_rm(args):
 
 
 # ---------------------------------------------------------------------------------------------
+# mcp: an MCP server on stdin and stdout (newline-delimited JSON-RPC 2.0), as the Node shim's
+# (agent-shim/src/mcp/): initialize, ping, tools/list, tools/call, notifications/progress for a
+# call with a progressToken, notifications/cancelled. The main thread reads stdin, so ping and
+# cancel are answered while a call runs; calls run one at a time on a worker thread, the state of
+# the one running in MCP_CALL, where the HTTP and upload code above looks for it.
+
+# BEGIN generated MCP tools (scripts/build-shim.mjs, from src/mcp/tool-definitions.ts)
+MCP_SERVED = json.loads(r"""
+{
+ "tools": [
+  {
+   "name": "send_file",
+   "title": "Send a file",
+   "description": "Upload a file from this sandbox and get a share link to it. Use it to give the user a file you made (a report, a chart, an archive) rather than pasting its contents. The result has `url`, the link (anyone who has it can download the file until `expiresAt`), with `fileId`, `name`, `size` and `sha256` of what was sent. The file itself stays until `fileExpiresAt`: until then a fresh link can be minted to it (`share_link`, or `airlock link <fileId>`). With `to`, the file is also posted to each of those chats, with `caption`; `deliveries` has one record per chat, and one whose `status` is not `delivered` carries the reason in `error` (the link works all the same).",
+   "inputSchema": {
+    "type": "object",
+    "properties": {
+     "path": {
+      "type": "string",
+      "minLength": 1,
+      "description": "Path of the file in this sandbox, absolute or relative to the working directory. A directory is sent as one <name>.tar.gz archive of everything in it."
+     },
+     "to": {
+      "type": "array",
+      "items": {
+       "type": "string",
+       "pattern": "^(telegram:-?\\d+|discord:\\d+|slack:[A-Z0-9]+|whatsapp:\\d+)$"
+      },
+      "description": "Chats to post the file to as well, each telegram:<chatId>, discord:<channelId>, slack:<channelId> or whatsapp:<wa_id>; only chats this conversation allows. Leave out to only get the link."
+     },
+     "caption": {
+      "type": "string",
+      "description": "Text posted with the file in the chats of `to`. Only with `to`."
+     },
+     "expires": {
+      "type": "string",
+      "pattern": "^(\\d+|(\\d+[smhdw])+)$",
+      "description": "How long the link works (it cannot outlive the file): 90s, 10m, 24h, 7d, 2w, a sum such as 1h30m, or seconds. Leave out for the relay's default."
+     },
+     "max_downloads": {
+      "type": "integer",
+      "minimum": 1,
+      "maximum": 1000000,
+      "description": "How many times the link serves the file before it refuses. Leave out for no limit."
+     }
+    },
+    "required": [
+     "path"
+    ],
+    "additionalProperties": false
+   },
+   "outputSchema": {
+    "type": "object",
+    "properties": {
+     "fileId": {
+      "type": "string"
+     },
+     "name": {
+      "type": "string"
+     },
+     "size": {
+      "type": "integer",
+      "minimum": 0
+     },
+     "sha256": {
+      "type": "string"
+     },
+     "url": {
+      "type": "string"
+     },
+     "expiresAt": {
+      "type": "string",
+      "description": "An ISO 8601 time, UTC."
+     },
+     "fileExpiresAt": {
+      "type": "string",
+      "description": "An ISO 8601 time, UTC."
+     },
+     "status": {
+      "enum": [
+       "pending",
+       "verified"
+      ]
+     },
+     "deduped": {
+      "type": "boolean"
+     },
+     "uploadedBytes": {
+      "type": "integer",
+      "minimum": 0
+     },
+     "deliveries": {
+      "type": "array",
+      "items": {
+       "type": "object",
+       "properties": {
+        "fileId": {
+         "type": "string"
+        },
+        "to": {
+         "type": "string"
+        },
+        "status": {
+         "enum": [
+          "sending",
+          "delivered",
+          "failed"
+         ]
+        },
+        "mode": {
+         "type": "string"
+        },
+        "method": {
+         "type": "string"
+        },
+        "messageId": {
+         "type": [
+          "string",
+          "null"
+         ]
+        },
+        "error": {}
+       },
+       "required": [
+        "fileId",
+        "to",
+        "status"
+       ]
+      }
+     },
+     "archive": {
+      "type": "boolean"
+     },
+     "files": {
+      "type": "integer",
+      "minimum": 0
+     }
+    },
+    "required": [
+     "fileId",
+     "name",
+     "size",
+     "sha256",
+     "url",
+     "expiresAt",
+     "fileExpiresAt",
+     "status",
+     "deduped",
+     "uploadedBytes",
+     "deliveries"
+    ]
+   },
+   "annotations": {
+    "readOnlyHint": false,
+    "destructiveHint": false,
+    "idempotentHint": false,
+    "openWorldHint": true
+   }
+  },
+  {
+   "name": "receive_files",
+   "title": "Receive files",
+   "description": "Fetch the files people have sent you (attachments in the chat, files provided for this task, uploads through a `request_file` link) that have not been fetched yet. Each one is written into the sandbox's inbox directory ($AIRLOCK_INBOX_DIR when it is set, else uploads/ in the working directory), never over an existing file (a clash becomes \"name (1).ext\"), and the result has one line per file: `[User uploaded: <name> (<size>) at <path>]`, <path> being exactly where it was written. Each file is returned once; an empty result means nothing new has arrived.",
+   "inputSchema": {
+    "type": "object",
+    "properties": {
+     "wait_seconds": {
+      "type": "integer",
+      "minimum": 0,
+      "maximum": 3600,
+      "description": "When nothing has arrived yet, wait up to this many seconds for a file. Leave out (or 0) not to wait."
+     }
+    },
+    "additionalProperties": false
+   },
+   "outputSchema": {
+    "type": "object",
+    "properties": {
+     "files": {
+      "type": "array",
+      "items": {
+       "type": "object",
+       "properties": {
+        "itemId": {
+         "type": "string"
+        },
+        "fileId": {
+         "type": "string"
+        },
+        "name": {
+         "type": "string"
+        },
+        "size": {
+         "type": "integer",
+         "minimum": 0
+        },
+        "sha256": {
+         "type": "string"
+        },
+        "path": {
+         "type": "string"
+        },
+        "source": {
+         "type": "string"
+        }
+       },
+       "required": [
+        "fileId",
+        "name",
+        "size",
+        "sha256",
+        "path",
+        "source"
+       ]
+      }
+     }
+    },
+    "required": [
+     "files"
+    ]
+   },
+   "annotations": {
+    "readOnlyHint": false,
+    "destructiveHint": false,
+    "idempotentHint": false,
+    "openWorldHint": false
+   }
+  },
+  {
+   "name": "request_file",
+   "title": "Ask a person for a file",
+   "description": "Make an upload link to give a person (in the chat, or in your answer) so that they can send you one file: they open it in a browser, or run `curl -T <file> <url>`. The file then arrives in your inbox, for `receive_files`. The link takes one file.",
+   "inputSchema": {
+    "type": "object",
+    "properties": {
+     "name": {
+      "type": "string",
+      "minLength": 1,
+      "description": "The file name suggested to the person."
+     },
+     "max_bytes": {
+      "type": "integer",
+      "minimum": 1,
+      "description": "The largest file the link takes, in bytes. Leave out for the relay's limit."
+     },
+     "expires": {
+      "type": "string",
+      "pattern": "^(\\d+|(\\d+[smhdw])+)$",
+      "description": "How long the link takes an upload: 90s, 10m, 24h, 7d, 2w, a sum such as 1h30m, or seconds. Leave out for the relay's default."
+     }
+    },
+    "additionalProperties": false
+   },
+   "outputSchema": {
+    "type": "object",
+    "properties": {
+     "requestId": {
+      "type": "string"
+     },
+     "url": {
+      "type": "string"
+     },
+     "name": {
+      "type": [
+       "string",
+       "null"
+      ]
+     },
+     "maxBytes": {
+      "type": "integer",
+      "minimum": 0
+     },
+     "expiresAt": {
+      "type": "string",
+      "description": "An ISO 8601 time, UTC."
+     }
+    },
+    "required": [
+     "requestId",
+     "url",
+     "maxBytes",
+     "expiresAt"
+    ]
+   },
+   "annotations": {
+    "readOnlyHint": false,
+    "destructiveHint": false,
+    "idempotentHint": false,
+    "openWorldHint": true
+   }
+  },
+  {
+   "name": "share_link",
+   "title": "Make a new share link",
+   "description": "Mint a fresh share link to one of your files (its earlier links keep working), for instance when the first one expired, or to give a link that works for a short time or a few downloads.",
+   "inputSchema": {
+    "type": "object",
+    "properties": {
+     "file_id": {
+      "type": "string",
+      "minLength": 1,
+      "description": "A file's id, as `list_files` or `send_file` gave it."
+     },
+     "expires": {
+      "type": "string",
+      "pattern": "^(\\d+|(\\d+[smhdw])+)$",
+      "description": "How long the link works (it cannot outlive the file): 90s, 10m, 24h, 7d, 2w, a sum such as 1h30m, or seconds. Leave out for the relay's default."
+     },
+     "max_downloads": {
+      "type": "integer",
+      "minimum": 1,
+      "maximum": 1000000,
+      "description": "How many times the link serves the file before it refuses. Leave out for no limit."
+     }
+    },
+    "required": [
+     "file_id"
+    ],
+    "additionalProperties": false
+   },
+   "outputSchema": {
+    "type": "object",
+    "properties": {
+     "fileId": {
+      "type": "string"
+     },
+     "url": {
+      "type": "string"
+     },
+     "expiresAt": {
+      "type": "string",
+      "description": "An ISO 8601 time, UTC."
+     },
+     "maxDownloads": {
+      "type": [
+       "integer",
+       "null"
+      ]
+     }
+    },
+    "required": [
+     "fileId",
+     "url",
+     "expiresAt",
+     "maxDownloads"
+    ]
+   },
+   "annotations": {
+    "readOnlyHint": false,
+    "destructiveHint": false,
+    "idempotentHint": false,
+    "openWorldHint": false
+   }
+  },
+  {
+   "name": "list_files",
+   "title": "List your files",
+   "description": "List the files this conversation has stored (sent files and files received), newest first, each with its id, name, size, expiry and a fresh share link.",
+   "inputSchema": {
+    "type": "object",
+    "properties": {},
+    "additionalProperties": false
+   },
+   "outputSchema": {
+    "type": "object",
+    "properties": {
+     "files": {
+      "type": "array",
+      "items": {
+       "type": "object",
+       "properties": {
+        "fileId": {
+         "type": "string"
+        },
+        "name": {
+         "type": "string"
+        },
+        "size": {
+         "type": "integer",
+         "minimum": 0
+        },
+        "sha256": {
+         "type": "string"
+        },
+        "contentType": {
+         "type": "string"
+        },
+        "status": {
+         "enum": [
+          "pending",
+          "verified"
+         ]
+        },
+        "url": {
+         "type": "string"
+        },
+        "urlExpiresAt": {
+         "type": "string",
+         "description": "An ISO 8601 time, UTC."
+        },
+        "expiresAt": {
+         "type": "string",
+         "description": "An ISO 8601 time, UTC."
+        }
+       },
+       "required": [
+        "fileId",
+        "name",
+        "size",
+        "sha256",
+        "status",
+        "url",
+        "expiresAt"
+       ]
+      }
+     }
+    },
+    "required": [
+     "files"
+    ]
+   },
+   "annotations": {
+    "readOnlyHint": true,
+    "destructiveHint": false,
+    "idempotentHint": true,
+    "openWorldHint": false
+   }
+  },
+  {
+   "name": "remove_file",
+   "title": "Remove a file",
+   "description": "Delete one of your files for good: every share link to it stops working at once.",
+   "inputSchema": {
+    "type": "object",
+    "properties": {
+     "file_id": {
+      "type": "string",
+      "minLength": 1,
+      "description": "A file's id, as `list_files` or `send_file` gave it."
+     }
+    },
+    "required": [
+     "file_id"
+    ],
+    "additionalProperties": false
+   },
+   "outputSchema": {
+    "type": "object",
+    "properties": {
+     "fileId": {
+      "type": "string"
+     },
+     "deletedAt": {
+      "type": "string",
+      "description": "An ISO 8601 time, UTC."
+     }
+    },
+    "required": [
+     "fileId",
+     "deletedAt"
+    ]
+   },
+   "annotations": {
+    "readOnlyHint": false,
+    "destructiveHint": true,
+    "idempotentHint": true,
+    "openWorldHint": false
+   }
+  }
+ ],
+ "instructions": "Airlock moves files between this sandbox and people. send_file uploads a file (or a directory, as one archive) and answers a share link, and can post it to a chat; receive_files writes the files people sent into the inbox directory and says where; request_file makes an upload link to give a person. share_link, list_files and remove_file manage the files already sent."
+}
+""")
+# END generated MCP tools
+
+MCP_PROTOCOL_VERSIONS = ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"]
+MCP_PROGRESS_EVERY_S = 0.1
+READONLY_VAR = "AIRLOCK_READONLY"
+MCP_CALL = None  # the tool call running now, if any
+
+
+class CancelledError(CliError):
+    def __init__(self):
+        CliError.__init__(self, "cancelled")
+
+
+class McpProtocolError(Exception):
+    def __init__(self, code, message):
+        Exception.__init__(self, message)
+        self.code = code
+        self.message = message
+
+
+def mcp_check_cancelled():
+    """Once the running call is cancelled, no request of it starts."""
+    if MCP_CALL is not None and MCP_CALL.cancelled.is_set():
+        raise CancelledError()
+
+
+def mcp_outside_call(fn):
+    """Runs fn as if no call were running: for taking back what a cancelled call registered."""
+    global MCP_CALL
+    call, MCP_CALL = MCP_CALL, None
+    try:
+        return fn()
+    finally:
+        MCP_CALL = call
+
+
+class McpCall(object):
+    """One tools/call: its cancel flag, the connections a cancel cuts, its progress, and the
+    warning lines its work printed (a tool's result carries them)."""
+
+    def __init__(self, request_id, token, send):
+        self.id = request_id
+        self.token = token
+        self.send = send
+        self.cancelled = threading.Event()
+        self.lock = threading.Lock()
+        self.conns = []
+        self.warnings = []
+        self.label = None
+        self.total = None
+        self.done = 0
+        self.last = 0
+        self.sent_at = 0.0
+        self.timer = None
+        self.stopped = False
+
+    def watch(self, conn, method):
+        """A download (GET) or stored bytes (PUT) is cut off by a cancel, so it is connected now
+        to have a socket to shut. A request that registers something runs to its end once
+        started, so that the call knows all it registered."""
+        if method not in ("GET", "PUT"):
+            return
+        conn.connect()
+        with self.lock:
+            self.conns.append(conn)
+        if self.cancelled.is_set():
+            self.cut()
+
+    def cancel(self):
+        self.cancelled.set()
+        self.stop()
+        self.cut()
+
+    def cut(self):
+        with self.lock:
+            conns, self.conns = self.conns, []
+        for conn in conns:
+            sock = conn.sock
+            if sock is not None:
+                try:
+                    sock.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+    def moved(self, n):
+        """Stored bytes sent: progress, rising, at most every 100 ms, the last figure of a quiet
+        spell sent when it ends (a stalled transfer still reports how far it got)."""
+        if self.token is None:
+            return
+        with self.lock:
+            self.done += n
+            wait = self.sent_at + MCP_PROGRESS_EVERY_S - time.monotonic()
+            if (self.total is not None and self.done >= self.total) or wait <= 0:
+                self._flush()
+            elif self.timer is None:
+                self.timer = threading.Timer(wait, self.flush)
+                self.timer.daemon = True
+                self.timer.start()
+
+    def flush(self):
+        with self.lock:
+            self._flush()
+
+    def _flush(self):
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+        done = self.done if self.total is None else min(self.done, self.total)
+        if self.stopped or done <= self.last:
+            return
+        self.last = done
+        self.sent_at = time.monotonic()
+        params = {"progressToken": self.token, "progress": done}
+        if self.total is not None:
+            params["total"] = self.total
+        if self.label is not None:
+            params["message"] = self.label
+        self.send({"method": "notifications/progress", "params": params})
+
+    def stop(self):
+        """Nothing more: the call has answered, or was cancelled."""
+        with self.lock:
+            self.stopped = True
+            if self.timer is not None:
+                self.timer.cancel()
+                self.timer = None
+
+
+def mcp_is_id(value):
+    if isinstance(value, bool):
+        return False
+    return isinstance(value, str) or isinstance(value, int) or (isinstance(value, float) and value == value and abs(value) != float("inf"))
+
+
+def mcp_value_problem(name, value, schema):
+    kind = schema.get("type")
+    if kind == "string":
+        if not isinstance(value, str):
+            return "%s must be a string" % name
+        if "minLength" in schema and len(value) < schema["minLength"]:
+            return "%s must not be empty" % name
+        pattern = schema.get("pattern")
+        # JSON Schema patterns are ECMAScript's, whose $ matches only at the very end.
+        if pattern is not None and not re.search(re.sub(r"\$$", r"\\Z", pattern), value):
+            return "%s %s does not match %s" % (name, to_json(value), pattern)
+    elif kind == "integer":
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or (isinstance(value, float) and not value.is_integer()):
+            return "%s must be a whole number" % name
+        low, high = schema.get("minimum"), schema.get("maximum")
+        if (low is not None and value < low) or (high is not None and value > high):
+            if high is None:
+                return "%s must be at least %d" % (name, low)
+            return "%s must be from %d to %d" % (name, low or 0, high)
+    elif kind == "array":
+        if not isinstance(value, list):
+            return "%s must be an array" % name
+        for item in value:
+            problem = mcp_value_problem("each of " + name, item, schema.get("items") or {})
+            if problem is not None:
+                return problem
+    return None
+
+
+def mcp_check_arguments(tool, args):
+    """A call's arguments against the tool's input schema, worded as the Node shim words each
+    problem: (arguments, None), or (None, the problem)."""
+    name, schema = tool["name"], tool["inputSchema"]
+    if args is None:
+        args = {}
+    if not isinstance(args, dict):
+        return None, "%s takes its arguments as an object" % name
+    known = list(schema["properties"])
+    for key in args:
+        if key not in schema["properties"]:
+            takes = "only " + ", ".join(known) if known else "no arguments"
+            return None, "%s has no argument %s; it takes %s" % (name, key, takes)
+    for key in schema.get("required", []):
+        if key not in args:
+            return None, "%s needs %s" % (name, key)
+    for key, value in args.items():
+        problem = mcp_value_problem(key, value, schema["properties"][key])
+        if problem is not None:
+            return None, "%s: %s" % (name, problem)
+        if schema["properties"][key].get("type") == "integer":
+            args[key] = int(value)
+    return args, None
+
+
+def mcp_text(structured, text=None, extra=None):
+    content = [{"type": "text", "text": to_json(structured) if text is None else text}]
+    return {"content": content + (extra or []), "structuredContent": structured}
+
+
+def mcp_in_tool_words(err):
+    """The relay names its JSON field (ttlSeconds) and the CLI its flag; the model gave expires."""
+    if isinstance(err, RefusalError):
+        err.message = re.sub(r"(ttlSeconds|--expires): ", "expires: ", err.message, count=1)
+    return err
+
+
+def mcp_link_body(args, tool):
+    body = {}
+    if "expires" in args:
+        body["ttlSeconds"] = parse_duration(args["expires"], "expires", tool)
+    if "max_downloads" in args:
+        body["maxDownloads"] = args["max_downloads"]
+    return body
+
+
+def mcp_mint(relay, file_id, body):
+    try:
+        return mint_link(relay, file_id, body)
+    except RefusalError as err:
+        raise mcp_in_tool_words(err)
+
+
+def mcp_send_file(args):
+    """send_file: as send --json, a directory as one archive; answered as JSON text, structured
+    content and a resource_link. A cancelled call takes back the file it registered."""
+    path = args["path"]
+    destinations = []
+    for to in args.get("to") or []:
+        if to not in destinations:
+            destinations.append(to)
+    caption = args.get("caption")
+    if caption is not None and not destinations:
+        raise UsageError("send_file: caption needs to")
+    link = mcp_link_body(args, "send_file")
+    policy = Policy()
+    relay = Relay(policy)
+    sender = Sender(relay, policy)
+    is_dir = check_sendable(path)
+    mime = ARCHIVE_TYPE
+    if not is_dir:
+        try:
+            with open(path, "rb") as handle:
+                size = os.fstat(handle.fileno()).st_size
+                sample = handle.read(SAMPLE_BYTES)
+        except OSError as err:
+            raise fs_error("read", path, err)
+        mime = sniff(sample, size > len(sample))[0]
+        MCP_CALL.total = size
+        MCP_CALL.label = os.path.basename(path.rstrip("/")) or path
+    sent = None
+    try:
+        sent = send_directory(path, sender) if is_dir else send_file(path, sender)
+        result = sent
+        if link:
+            minted = mcp_mint(relay, result["fileId"], link)
+            result["url"], result["expiresAt"] = minted.get("url"), minted.get("expiresAt")
+        if result["status"] == "pending":
+            note("%s is still being verified by the relay" % result["name"])
+        start = len(MCP_CALL.warnings)
+        for to in destinations:
+            result["deliveries"].append(deliver(relay, result, to, caption))
+        failures = MCP_CALL.warnings[start:]
+        link_block = {"type": "resource_link", "uri": result["url"], "name": result["name"], "mimeType": mime, "size": result["size"]}
+        answer = mcp_text(result, "\n".join([to_json(result)] + failures), [link_block])
+        if failures:
+            answer["isError"] = True
+        return answer
+    finally:
+        if sent is not None and MCP_CALL.cancelled.is_set():
+            file_id = sent["fileId"]
+            try:
+                mcp_outside_call(lambda: relay.call("DELETE", "/v1/files/" + quote(file_id, safe=""), "deleting file " + file_id))
+            except CliError:
+                pass
+
+
+def mcp_receive_files(args):
+    """receive_files: writes new inbox files as pull does ($AIRLOCK_INBOX_DIR, else ./uploads;
+    read-only when AIRLOCK_READONLY says so) and answers pull's lines, the files as structured
+    content; with wait_seconds, waits that long for something to arrive."""
+    wait = args.get("wait_seconds") or 0
+    directory = os.path.abspath(os.environ.get(INBOX_DIR_VAR) or DEFAULT_PULL_DIR)
+    readonly = re.match(r"^(1|true|yes)\Z", (os.environ.get(READONLY_VAR) or "").strip(), re.I) is not None
+    policy = Policy()
+    relay = Relay(policy)
+    items = (wait_for_inbox(relay, wait) or []) if wait > 0 else list_inbox(relay)
+    files, lines = [], []
+    start = len(MCP_CALL.warnings)
+
+    def pulled_one(pulled, line):
+        files.append(pulled)
+        lines.append(line)
+
+    if items:
+        pull_items(relay, items, directory, policy, None, readonly, pulled_one)
+    failures = MCP_CALL.warnings[start:]
+    answer = mcp_text({"files": files}, "\n".join(lines + failures) or "nothing new in the inbox")
+    if failures:
+        answer["isError"] = True
+    return answer
+
+
+def mcp_request_file(args):
+    body = {}
+    if "name" in args:
+        body["name"] = args["name"]
+    if "max_bytes" in args:
+        body["maxBytes"] = args["max_bytes"]
+    if "expires" in args:
+        body["ttlSeconds"] = parse_duration(args["expires"], "expires", "request_file")
+    action = "the upload link request"
+    try:
+        created = Relay(Policy()).call("POST", "/v1/requests", action, body)
+    except RefusalError as err:
+        raise mcp_in_tool_words(err)
+    if not isinstance(created, dict) or not all(isinstance(created.get(k), str) for k in ("url", "requestId")):
+        raise CliError("relay gave an unexpected answer to " + action)
+    return mcp_text(created)
+
+
+def mcp_share_link(args):
+    file_id = args["file_id"]
+    minted = mcp_mint(Relay(Policy()), file_id, mcp_link_body(args, "share_link"))
+    return mcp_text({"fileId": file_id, "url": minted.get("url"), "expiresAt": minted.get("expiresAt"), "maxDownloads": minted.get("maxDownloads")})
+
+
+def mcp_list_files(args):
+    answer = Relay(Policy()).call("GET", "/v1/files", "listing files")
+    return mcp_text({"files": (answer.get("files") or []) if isinstance(answer, dict) else []})
+
+
+def mcp_remove_file(args):
+    file_id = args["file_id"]
+    deleted = Relay(Policy()).call("DELETE", "/v1/files/" + quote(file_id, safe=""), "deleting file " + file_id)
+    return mcp_text(deleted, "deleted %s" % deleted.get("fileId"))
+
+
+MCP_HANDLERS = {
+    "send_file": mcp_send_file,
+    "receive_files": mcp_receive_files,
+    "request_file": mcp_request_file,
+    "share_link": mcp_share_link,
+    "list_files": mcp_list_files,
+    "remove_file": mcp_remove_file,
+}
+
+
+def mcp_run_tool(tool, args):
+    """A tool's result; arguments that break its schema, and its own failures, are a result with
+    isError and the one line the CLI would print."""
+    args, problem = mcp_check_arguments(tool, args)
+    try:
+        if problem is not None:
+            raise CliError(problem)
+        return MCP_HANDLERS[tool["name"]](args)
+    except CliError as err:
+        line = err.message
+    except Exception as err:  # a tool's failure, never the server's
+        line = "unexpected error: %s" % (err or type(err).__name__)
+    return {"content": [{"type": "text", "text": "airlock: " + one_line(line)}], "isError": True}
+
+
+class McpServer(object):
+    def __init__(self):
+        self.stdout = sys.stdout.buffer
+        sys.stdout = sys.stderr  # stdout carries protocol messages only
+        self.out_lock = threading.Lock()
+        self.calls_lock = threading.Lock()
+        self.calls = {}
+        self.tools = dict((tool["name"], tool) for tool in MCP_SERVED["tools"])
+
+    def send(self, message):
+        full = {"jsonrpc": "2.0"}
+        full.update(message)
+        data = (json.dumps(full, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
+        with self.out_lock:
+            self.stdout.write(data)
+            self.stdout.flush()
+
+    def serve(self):
+        import queue
+
+        self.queue = queue.Queue()
+        worker = threading.Thread(target=self.work)
+        worker.daemon = True
+        worker.start()
+        for raw in iter(sys.stdin.buffer.readline, b""):
+            line = raw.decode("utf-8", "replace").strip()
+            if line:
+                self.receive(line)
+        with self.calls_lock:
+            left = list(self.calls.values())
+        for call in left:
+            call.cancel()  # the client went away
+        self.queue.put(None)
+        worker.join()
+        return 0
+
+    def work(self):
+        global MCP_CALL
+        while True:
+            job = self.queue.get()
+            if job is None:
+                return
+            call, tool, args = job
+            if not call.cancelled.is_set():
+                MCP_CALL = call
+                try:
+                    result = mcp_run_tool(tool, args)
+                finally:
+                    MCP_CALL = None
+                call.stop()
+                if not call.cancelled.is_set():
+                    self.send({"id": call.id, "result": result})
+            with self.calls_lock:
+                self.calls.pop(call.id, None)
+
+    def receive(self, line):
+        try:
+            message = json.loads(line)
+        except ValueError:
+            return self.send({"id": None, "error": {"code": -32700, "message": "Parse error"}})
+        is_object = isinstance(message, dict)
+        rid = message.get("id") if is_object and mcp_is_id(message.get("id")) else None
+        try:
+            if not is_object:
+                raise McpProtocolError(-32600, "Invalid Request: one JSON-RPC object a line")
+            if message.get("jsonrpc") != "2.0" or ("method" not in message and rid is None):
+                raise McpProtocolError(-32600, "Invalid Request")
+            if "method" not in message:
+                return  # a response: this server asks nothing
+            method = message["method"]
+            if not isinstance(method, str):
+                raise McpProtocolError(-32600, "Invalid Request")
+            params = message.get("params")
+            params = {} if params is None else params
+            if not isinstance(params, dict):
+                raise McpProtocolError(-32602, "params must be an object")
+            if "id" not in message:
+                return self.notified(method, params)
+            if rid is None:
+                raise McpProtocolError(-32600, "Invalid Request: bad id")
+            result = self.answer(rid, method, params)
+            if result is not None:
+                self.send({"id": rid, "result": result})
+        except McpProtocolError as err:
+            if (not is_object or "id" not in message) and err.code != -32600:
+                return  # a notification
+            self.send({"id": rid, "error": {"code": err.code, "message": err.message}})
+
+    def notified(self, method, params):
+        if method != "notifications/cancelled":
+            return  # initialized, and any other, need nothing
+        rid = params.get("requestId")
+        if mcp_is_id(rid):
+            with self.calls_lock:
+                call = self.calls.get(rid)
+            if call is not None:
+                call.cancel()
+
+    def answer(self, rid, method, params):
+        if method == "initialize":
+            asked = params.get("protocolVersion")
+            if not isinstance(asked, str):
+                raise McpProtocolError(-32602, "initialize needs protocolVersion")
+            return {
+                "protocolVersion": asked if asked in MCP_PROTOCOL_VERSIONS else MCP_PROTOCOL_VERSIONS[0],
+                "capabilities": {"tools": {"listChanged": False}},
+                "serverInfo": {"name": "airlock", "title": "Airlock", "version": VERSION},
+                "instructions": MCP_SERVED["instructions"],
+            }
+        if method == "ping":
+            return {}
+        if method == "tools/list":
+            return {"tools": MCP_SERVED["tools"]}
+        if method == "tools/call":
+            name = params.get("name")
+            if not isinstance(name, str):
+                raise McpProtocolError(-32602, "tools/call needs name")
+            tool = self.tools.get(name)
+            if tool is None:
+                raise McpProtocolError(-32602, "Unknown tool: " + name)
+            meta = params.get("_meta")
+            token = meta.get("progressToken") if isinstance(meta, dict) else None
+            call = McpCall(rid, token if mcp_is_id(token) else None, self.send)
+            with self.calls_lock:
+                self.calls[rid] = call
+            self.queue.put((call, tool, params.get("arguments")))
+            return None
+        raise McpProtocolError(-32601, "Method not found: " + method)
+
+
+def cmd_mcp(args):
+    """`airlock mcp`: serves the tools until stdin ends, then exits 0 once the call still running
+    is cancelled and cleaned up. The relay is read from the environment per call."""
+    values, positionals = parse_args(args, {"help": (False, "h", False)}, USAGE["mcp"])
+    if values.get("help"):
+        return out(command_help("mcp"))
+    if positionals:
+        raise UsageError("mcp takes no arguments; usage: " + USAGE["mcp"])
+    return McpServer().serve()
+
+
+# ---------------------------------------------------------------------------------------------
 
 
 COMMANDS = {
@@ -2890,6 +3966,7 @@ COMMANDS = {
     "link": cmd_link,
     "rm": cmd_rm,
     "ls": cmd_ls,
+    "mcp": cmd_mcp,
 }
 
 

@@ -57,7 +57,7 @@ Environment:
 
 This fallback sends single files as they are (no gzip, no directories, no --to) and
 pulls without --wait, --json or --extract; the Node shim at
-\$AIRLOCK_URL/shim/airlock.mjs does the rest (get, link, rm, ls, request, tool-schema).
+\$AIRLOCK_URL/shim/airlock.mjs does the rest (get, link, rm, ls, request, tool-schema, mcp).
 EOF
 }
 
@@ -241,12 +241,14 @@ setup() {
 }
 
 # http <method> <url> <body file> [curl args...]: sets STATUS; fails only when no answer came. An
-# empty <url> leaves it to the curl args (a -K file).
+# empty <url> leaves it to the curl args (a -K file). Every curl request goes through here, with
+# -g (--globoff): curl would otherwise read {a,b} and [1-3] in a URL or a -T file name as a
+# pattern, and send `notes draft.bin` for `notes {draft}.bin`.
 http() {
   _method=$1 _url=$2 _out=$3
   shift 3
   # shellcheck disable=SC2086 # RETRY is a list of options
-  STATUS=$(curl -sS $RETRY -X "$_method" -A "airlock-shim-sh/$VERSION" -o "$_out" \
+  STATUS=$(curl -g -sS $RETRY -X "$_method" -A "airlock-shim-sh/$VERSION" -o "$_out" \
     -w '%{http_code}' "$@" ${_url:+"$_url"} 2>"$WORK/curl.err")
   _rc=$?
   if [ "$_rc" -ne 0 ] || [ -z "$STATUS" ] || [ "$STATUS" = 000 ]; then
@@ -701,7 +703,7 @@ case ${1:-} in
     ;;
   -h | --help | help) usage_text ;;
   -v | -V | --version) printf '%s\n' "$VERSION" ;;
-  get | ls | tool-schema | link | rm | request) not_here "$1" ;;
+  get | ls | tool-schema | link | rm | request | mcp) not_here "$1" ;;
   '') usage_error "a command is needed: send or pull (airlock --help)" ;;
   *) usage_error "unknown command: $1 (airlock --help)" ;;
 esac

@@ -8,11 +8,7 @@ import { PutBucketLifecycleConfigurationCommand, S3Client } from "@aws-sdk/clien
 import { spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import {
-  lifecycleRules,
-  lifecycleXml,
-  wranglerLifecycleCommands,
-} from "../src/storage/lifecycle-rules";
+import { lifecycleRules, wranglerLifecycleCommands } from "../src/storage/lifecycle-rules";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 const dryRun = process.argv.includes("--dry-run");
@@ -32,7 +28,20 @@ if (storage === "s3") {
     return value;
   };
   const bucket = need("S3_BUCKET");
-  console.log(`S3 bucket ${bucket}: PutBucketLifecycleConfiguration\n${lifecycleXml(rules)}`);
+  const configuration = {
+    Rules: rules.map((rule) => ({
+      ID: rule.id,
+      Filter: { Prefix: rule.prefix },
+      Status: "Enabled" as const,
+      ...(rule.expireDays !== undefined ? { Expiration: { Days: rule.expireDays } } : {}),
+      ...(rule.abortMultipartDays !== undefined
+        ? { AbortIncompleteMultipartUpload: { DaysAfterInitiation: rule.abortMultipartDays } }
+        : {}),
+    })),
+  };
+  console.log(
+    `S3 bucket ${bucket}: PutBucketLifecycleConfiguration\n${JSON.stringify(configuration, null, 2)}`,
+  );
   if (!dryRun) {
     const client = new S3Client({
       endpoint: need("S3_ENDPOINT"),
@@ -46,17 +55,7 @@ if (storage === "s3") {
     await client.send(
       new PutBucketLifecycleConfigurationCommand({
         Bucket: bucket,
-        LifecycleConfiguration: {
-          Rules: rules.map((rule) => ({
-            ID: rule.id,
-            Filter: { Prefix: rule.prefix },
-            Status: "Enabled",
-            ...(rule.expireDays !== undefined ? { Expiration: { Days: rule.expireDays } } : {}),
-            ...(rule.abortMultipartDays !== undefined
-              ? { AbortIncompleteMultipartUpload: { DaysAfterInitiation: rule.abortMultipartDays } }
-              : {}),
-          })),
-        },
+        LifecycleConfiguration: configuration,
       }),
     );
     console.log("applied");

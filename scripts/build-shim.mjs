@@ -43,12 +43,43 @@ await build({
 });
 await chmod(outfile, 0o755);
 
+// The Python shim's MCP tools: generated from src/mcp/tool-definitions.ts into the block
+// between its markers, so that both shims serve the one set of definitions.
+const pyPath = `${root}agent-shim/airlock.py`;
+const definitions = await build({
+  entryPoints: [`${root}src/mcp/tool-definitions.ts`],
+  bundle: true,
+  format: "esm",
+  platform: "neutral",
+  write: false,
+  logLevel: "warning",
+});
+const module = Buffer.from(definitions.outputFiles[0].text).toString("base64");
+const { toolsFor, STDIO_INSTRUCTIONS } = await import(`data:text/javascript;base64,${module}`);
+const served = { tools: toolsFor("stdio"), instructions: STDIO_INSTRUCTIONS };
+// ASCII only (\u escapes), inside a raw triple-quoted string that json.loads reads.
+const json = JSON.stringify(served, null, 1).replace(
+  /[\u0080-\uffff]/g,
+  (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`,
+);
+if (json.includes('"""')) throw new Error('an MCP tool definition holds """');
+const block = /(# BEGIN generated MCP tools[^\n]*\n)[\s\S]*?(# END generated MCP tools)/;
+const py = await readFile(pyPath, "utf8");
+if (!block.test(py)) throw new Error("agent-shim/airlock.py lacks its generated MCP tools block");
+await writeIfChanged(
+  pyPath,
+  py.replace(
+    block,
+    (_, begin, end) => `${begin}MCP_SERVED = json.loads(r"""\n${json}\n""")\n${end}`,
+  ),
+);
+
 const source = await readFile(outfile, "utf8");
 const shSource = (await readFile(`${root}agent-shim/airlock.sh`, "utf8")).replace(
   /^VERSION='[^']*'/m,
   `VERSION='${version}'`,
 );
-const pySource = (await readFile(`${root}agent-shim/airlock.py`, "utf8")).replace(
+const pySource = (await readFile(pyPath, "utf8")).replace(
   /^VERSION = "[^"]*"/m,
   `VERSION = ${JSON.stringify(version)}`,
 );

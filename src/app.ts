@@ -4,13 +4,14 @@ import type { AppEnv } from "./app-env";
 import { readConfig, type Config } from "./config";
 import type { Deps } from "./deps";
 import type { Bindings } from "./env";
-import { AppError } from "./errors";
+import { AppError, codeForStatus, ERRORS } from "./errors";
 import { loggablePath, logEvent } from "./log";
 import { blobUploads } from "./routes/blob-uploads";
 import { createPlatforms, type Platforms } from "./platforms";
 import { files } from "./routes/files";
 import { home } from "./routes/home";
 import { inbox } from "./routes/inbox";
+import { mcp } from "./routes/mcp";
 import { webhooks } from "./routes/webhooks";
 import { sessions } from "./routes/sessions";
 import { sessionFiles } from "./routes/session-files";
@@ -79,7 +80,8 @@ export const app = new Hono<AppEnv>()
   .route("/d", share)
   .route("/shim", shim)
   .route("/v1/requests", requests)
-  .route("/u", uploadLinks);
+  .route("/u", uploadLinks)
+  .route("/mcp", mcp);
 
 app.notFound((c) =>
   c.json(
@@ -93,8 +95,9 @@ app.onError((error, c) => {
     return c.json({ error: { code: error.code, message: error.message } }, error.status);
   }
   if (error instanceof HTTPException && error.status < 500) {
+    const code = codeForStatus(error.status);
     return c.json(
-      { error: { code: "invalid_request", message: error.message || "bad request" } },
+      { error: { code, message: error.message || ERRORS[code].message } },
       error.status,
     );
   }

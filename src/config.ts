@@ -17,11 +17,23 @@ export interface Config {
   fileTtlSeconds: number;
   linkTtlSeconds: number;
   uploadUrlTtlSeconds: number;
+  /** How long an inbox download URL from `/mcp`'s `receive_files` works. */
+  mcpDownloadTtlSeconds: number;
   /**
    * How long a file may stay pending before the sweep re-sends its verification (its queue
    * message was lost, or its retries ran out into the dead-letter queue).
    */
   verifyResendAfterSeconds: number;
+  /**
+   * How long an upload through an upload link holds its room in the session's quota with no
+   * byte arriving: each part renews it, reading the upload's state does not.
+   */
+  linkUploadLeaseSeconds: number;
+  /**
+   * How long a delivery in flight holds its Idempotency-Key: the sending request renews it
+   * while it runs; after a crash it lapses, a retry takes the delivery over, the sweep fails it.
+   */
+  deliveryLeaseSeconds: number;
   maxFileBytes: number;
   /**
    * Largest upload a store the relay fronts (R2) can take in one request: Workers cap request
@@ -65,7 +77,10 @@ export function readConfig(env: Bindings): Config {
     fileTtlSeconds: positiveInt(env, "FILE_TTL_SECONDS", 7 * DAY),
     linkTtlSeconds: positiveInt(env, "LINK_TTL_SECONDS", DAY),
     uploadUrlTtlSeconds: positiveInt(env, "UPLOAD_URL_TTL_SECONDS", 3600),
+    mcpDownloadTtlSeconds: positiveInt(env, "MCP_DOWNLOAD_TTL_SECONDS", 600),
     verifyResendAfterSeconds: positiveInt(env, "VERIFY_RESEND_AFTER_SECONDS", 600),
+    linkUploadLeaseSeconds: positiveInt(env, "LINK_UPLOAD_LEASE_SECONDS", 300),
+    deliveryLeaseSeconds: positiveInt(env, "DELIVERY_LEASE_SECONDS", 120),
     maxFileBytes: positiveInt(env, "MAX_FILE_BYTES", 5 * GiB),
     relayUploadMaxBytes: env.RELAY_UPLOAD_MAX_BYTES
       ? positiveInt(env, "RELAY_UPLOAD_MAX_BYTES", 0)

@@ -14,7 +14,13 @@ export interface Bindings extends Env {
   S3_ACCESS_KEY_ID?: string;
   S3_SECRET_ACCESS_KEY?: string;
   UPLOAD_URL_TTL_SECONDS?: string;
+  /** Lifetime of the inbox download URLs `/mcp`'s `receive_files` hands out. */
+  MCP_DOWNLOAD_TTL_SECONDS?: string;
   VERIFY_RESEND_AFTER_SECONDS?: string;
+  /** How long an upload link's upload holds its room without a byte arriving (default 300). */
+  LINK_UPLOAD_LEASE_SECONDS?: string;
+  /** How long a delivery in flight holds its Idempotency-Key without renewing (default 120). */
+  DELIVERY_LEASE_SECONDS?: string;
   /** Largest single upload through the relay itself (R2 backend): the plan's request-body limit. */
   RELAY_UPLOAD_MAX_BYTES?: string;
   SESSION_TTL_SECONDS?: string;

@@ -52,7 +52,6 @@ export const ERRORS = {
   length_required: { status: 411, message: "Content-Length is required" },
   payload_too_large: { status: 413, message: "request body is larger than the relay accepts" },
   method_not_allowed: { status: 405, message: "method not allowed" },
-  not_implemented: { status: 501, message: "not implemented yet" },
   storage_unavailable: { status: 503, message: "object storage is unavailable" },
   misconfigured: { status: 500, message: "relay is misconfigured" },
   internal: { status: 500, message: "internal error" },
@@ -71,4 +70,22 @@ export class AppError extends Error {
     this.code = code;
     this.status = ERRORS[code].status;
   }
+}
+
+/**
+ * The code for a 4xx that a library raised (Hono's `HTTPException`: a body limit, a bad
+ * header) rather than the relay: the code of that status that says the least beyond it.
+ */
+export function codeForStatus(status: number): ErrorCode {
+  const byStatus: Partial<Record<number, ErrorCode>> = {
+    401: "unauthorized",
+    403: "forbidden",
+    404: "not_found",
+    405: "method_not_allowed",
+    411: "length_required",
+    413: "payload_too_large",
+    415: "unsupported_media_type",
+    416: "range_not_satisfiable",
+  };
+  return byStatus[status] ?? "invalid_request";
 }

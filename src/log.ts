@@ -22,9 +22,12 @@ export function since(started: number): number {
 }
 
 /**
- * A request path fit for logs: share-link (`/d/…`) and upload-link (`/u/…`, and every path
- * under it) tokens are credentials, so they are cut out.
+ * A request path fit for logs: share-link (`/d/…`), upload-link (`/u/…`, and every path
+ * under it) and `/mcp` transfer-URL (`/mcp/uploads/…`, `/mcp/downloads/…`) tokens are
+ * credentials, so they are cut out.
  */
 export function loggablePath(path: string): string {
-  return path.replace(/^\/([du])\/[^/]+/, "/$1/<token>");
+  return path
+    .replace(/^\/([du])\/[^/]+/, "/$1/<token>")
+    .replace(/^\/mcp\/(uploads|downloads)\/[^/]+/, "/mcp/$1/<token>");
 }

@@ -40,6 +40,7 @@ export {
   type AirlockClientOptions,
   type AirlockSessionOptions,
 } from "./client.js";
+export type { UploadRequestState } from "./session.js";
 export { AirlockError, type AirlockErrorInit, type ExecErrorCode } from "./errors.js";
 export type { CallOptions, FetchLike } from "./http.js";
 export type {

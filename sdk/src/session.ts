@@ -20,6 +20,17 @@ export interface AirlockSessionOptions {
   retries?: number;
 }
 
+/** Where an upload link (`airlock request`) stands: `GET` or `DELETE /v1/requests/:id`. */
+export interface UploadRequestState {
+  requestId: string;
+  status: "open" | "received" | "expired" | "cancelled";
+  name: string | null;
+  maxBytes: number;
+  expiresAt: string;
+  fileId?: string;
+  receivedAt?: string;
+}
+
 /**
  * A sandbox session's client: what the shim does, for host code that acts for a session.
  * Every call sends the session token.
@@ -54,6 +65,24 @@ export class AirlockSession extends FileAccess {
   /** The session's own files, newest first. */
   async listFiles(options: CallOptions = {}): Promise<FileRecord[]> {
     return this.listFilesWith(undefined, options);
+  }
+
+  /**
+   * Takes an upload link back (`DELETE /v1/requests/:id`): it stops working at once and the
+   * upload under way through it is given up, its room in the quota free again. Answers the
+   * request's state (`status: "cancelled"`); cancelling twice answers the same. Refusals:
+   * `404 not_found`, `409 upload_already_completed` (a file already came through it).
+   */
+  async cancelUploadRequest(
+    requestId: string,
+    options: CallOptions = {},
+  ): Promise<UploadRequestState> {
+    return this.transport.json<UploadRequestState>({
+      method: "DELETE",
+      path: `/v1/requests/${segment(requestId)}`,
+      token: this.credential(),
+      signal: options.signal,
+    });
   }
 
   /**

@@ -4,7 +4,8 @@ import { base64UrlToBytes, bytesToBase64Url, bytesToHex } from "../encoding";
  * HMAC-SHA256 signatures under keys derived per purpose from AIRLOCK_SIGNING_KEY, so a
  * signature made for one use (an upload URL) never verifies for another (a share link).
  */
-export type SigningPurpose = "share-link" | "upload-url" | "upload-part-url" | "session-token";
+export type SigningPurpose =
+  "share-link" | "upload-url" | "upload-part-url" | "session-token" | "mcp-upload" | "mcp-download";
 
 const encoder = new TextEncoder();
 const keyCache = new Map<string, Promise<CryptoKey>>();

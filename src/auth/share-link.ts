@@ -62,7 +62,7 @@ export async function verifyShareToken(
 }
 
 /** True when `text` is exactly how its bytes encode (no stray low bits in the last character). */
-function isCanonicalBase64Url(text: string): boolean {
+export function isCanonicalBase64Url(text: string): boolean {
   try {
     return bytesToBase64Url(base64UrlToBytes(text)) === text;
   } catch {

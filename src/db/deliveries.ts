@@ -14,6 +14,8 @@ export interface Delivery {
   uploadedBytes: number;
   createdAt: number;
   finishedAt: number | null;
+  /** Until when the attempt `sending` it holds it (renewed while it sends); null: lapsed. */
+  leaseUntil?: number | null;
 }
 
 interface DeliveryRow {
@@ -30,6 +32,7 @@ interface DeliveryRow {
   uploaded_bytes: number | null;
   created_at: number;
   finished_at: number | null;
+  lease_until: number | null;
 }
 
 function toDelivery(row: DeliveryRow): Delivery {
@@ -47,24 +50,28 @@ function toDelivery(row: DeliveryRow): Delivery {
     uploadedBytes: row.uploaded_bytes ?? 0,
     createdAt: row.created_at,
     finishedAt: row.finished_at,
+    leaseUntil: row.lease_until,
   };
 }
 
 /**
- * Records a delivery as sending. With an idempotency key the session already used,
- * nothing is inserted and the earlier delivery is returned instead — unless that one
- * failed and was of the same file to the same destination, in which case it is claimed
- * again for a new attempt. (The caller refuses an earlier delivery of another file or to
- * another destination.)
+ * Records a delivery as sending, held until its `leaseUntil` (`createdAt` is now). With an idempotency key the session
+ * already used, nothing is inserted and the earlier delivery is returned instead — unless that
+ * one failed, or its attempt stopped renewing its lease (the relay crashed mid-send) before a
+ * message id was recorded, and it was of the same file to the same destination: then it is
+ * claimed again for a new attempt. (The caller refuses an earlier delivery of another file or
+ * to another destination.) A delivery with a message id recorded is never claimed again.
  */
 export async function claimDelivery(
   db: D1Database,
   delivery: Delivery,
 ): Promise<{ claimed: boolean; delivery: Delivery }> {
+  const now = delivery.createdAt;
+  const leaseUntil = delivery.leaseUntil ?? now;
   const result = await db
     .prepare(
-      `INSERT INTO deliveries (id, session_id, file_id, destination, mode, method, status, idempotency_key, created_at)
-       VALUES (?, ?, ?, ?, ?, ?, 'sending', ?, ?)
+      `INSERT INTO deliveries (id, session_id, file_id, destination, mode, method, status, idempotency_key, created_at, lease_until)
+       VALUES (?, ?, ?, ?, ?, ?, 'sending', ?, ?, ?)
        ON CONFLICT (session_id, idempotency_key) DO NOTHING`,
     )
     .bind(
@@ -76,22 +83,28 @@ export async function claimDelivery(
       delivery.method,
       delivery.idempotencyKey,
       delivery.createdAt,
+      leaseUntil,
     )
     .run();
-  if (result.meta.changes > 0) return { claimed: true, delivery };
+  if (result.meta.changes > 0) return { claimed: true, delivery: { ...delivery, leaseUntil } };
   const retried = await db
     .prepare(
-      `UPDATE deliveries SET status = 'sending', error = NULL, mode = ?, method = ?, uploaded_bytes = 0, finished_at = NULL
-       WHERE session_id = ? AND idempotency_key = ? AND status = 'failed' AND file_id = ? AND destination = ?
+      `UPDATE deliveries SET status = 'sending', error = NULL, mode = ?, method = ?, uploaded_bytes = 0,
+         finished_at = NULL, lease_until = ?
+       WHERE session_id = ? AND idempotency_key = ? AND file_id = ? AND destination = ?
+         AND (status = 'failed' OR (status = 'sending' AND platform_message_id IS NULL
+                                    AND COALESCE(lease_until, 0) <= ?))
        RETURNING *`,
     )
     .bind(
       delivery.mode,
       delivery.method,
+      leaseUntil,
       delivery.sessionId,
       delivery.idempotencyKey,
       delivery.fileId,
       delivery.destination,
+      now,
     )
     .first<DeliveryRow>();
   if (retried) return { claimed: true, delivery: toDelivery(retried) };
@@ -101,6 +114,46 @@ export async function claimDelivery(
     .first<DeliveryRow>();
   if (!earlier) throw new Error("idempotency conflict without an earlier delivery");
   return { claimed: false, delivery: toDelivery(earlier) };
+}
+
+/** Moves a delivery's lease out while its attempt is still sending. */
+export async function renewDeliveryLease(
+  db: D1Database,
+  id: string,
+  leaseUntil: number,
+): Promise<void> {
+  await db
+    .prepare(
+      "UPDATE deliveries SET lease_until = MAX(COALESCE(lease_until, 0), ?) WHERE id = ? AND status = 'sending'",
+    )
+    .bind(leaseUntil, id)
+    .run();
+}
+
+/**
+ * Settles deliveries left `sending` by an attempt that stopped renewing its lease before `now`
+ * (the relay crashed or was cut off mid-send) as failed, with `reason`, so that the sandbox
+ * sees why and may deliver again. One conditional statement per batch; returns their ids.
+ */
+export async function failStaleDeliveries(
+  db: D1Database,
+  now: number,
+  reason: string,
+  limit: number,
+): Promise<string[]> {
+  const { results } = await db
+    .prepare(
+      `UPDATE deliveries SET status = 'failed', error = ?2, finished_at = ?1
+       WHERE status = 'sending' AND platform_message_id IS NULL AND COALESCE(lease_until, 0) <= ?1
+         AND id IN (SELECT id FROM deliveries
+                    WHERE status = 'sending' AND platform_message_id IS NULL
+                      AND COALESCE(lease_until, 0) <= ?1
+                    LIMIT ?3)
+       RETURNING id`,
+    )
+    .bind(now, reason, limit)
+    .all<{ id: string }>();
+  return results.map((row) => row.id);
 }
 
 export async function finishDelivery(

@@ -77,15 +77,6 @@ function values(file: FileRow): unknown[] {
   ];
 }
 
-/** Inserts a file whose bytes were already accounted for (a completed upload, a seed). */
-export function insertFileStatement(db: D1Database, file: FileRow): D1PreparedStatement {
-  return db
-    .prepare(
-      `INSERT INTO files (${FILE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ${SCOPE_OF_SESSION})`,
-    )
-    .bind(...values(file), file.sessionId);
-}
-
 /**
  * Inserts a file only if it fits the session's quota (counted in the same statement,
  * so concurrent requests cannot both squeeze in). Returns false when it does not fit.

@@ -88,12 +88,14 @@ export async function revokeSession(
 }
 
 /**
- * Bytes a session holds: its live files plus uploads still pending, whose bytes may
- * land at any moment until their URL expires.
+ * Bytes a session holds: its live files plus its own uploads still pending, whose bytes may
+ * land at any moment until their URL expires. Uploads through an upload link are left out
+ * while pending: a stranger's promised bytes never make the sandbox's own sends fail (they
+ * count once they have arrived; see `src/db/link-uploads.ts`).
  */
 export function sessionUsageSql(): string {
   return `(SELECT COALESCE(SUM(size), 0) FROM files WHERE session_id = ?1 AND deleted_at IS NULL AND expires_at > ?2)
-        + (SELECT COALESCE(SUM(size), 0) FROM uploads WHERE session_id = ?1 AND status = 'pending' AND expires_at > ?2)`;
+        + (SELECT COALESCE(SUM(size), 0) FROM uploads WHERE session_id = ?1 AND status = 'pending' AND expires_at > ?2 AND request_id IS NULL)`;
 }
 
 /** Bytes the session holds now (see `sessionUsageSql`). */

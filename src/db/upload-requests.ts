@@ -11,6 +11,8 @@ export interface UploadRequest {
   /** The file that used the link up; it reaches the inbox once verified (`receivedAt`). */
   fileId: string | null;
   receivedAt: number | null;
+  /** When the sandbox cancelled the link (`DELETE /v1/requests/:id`); null while it stands. */
+  cancelledAt: number | null;
 }
 
 interface UploadRequestRow {
@@ -23,6 +25,7 @@ interface UploadRequestRow {
   upload_id: string | null;
   file_id: string | null;
   received_at: number | null;
+  cancelled_at: number | null;
 }
 
 function toRequest(row: UploadRequestRow): UploadRequest {
@@ -36,6 +39,7 @@ function toRequest(row: UploadRequestRow): UploadRequest {
     uploadId: row.upload_id,
     fileId: row.file_id,
     receivedAt: row.received_at,
+    cancelledAt: row.cancelled_at,
   };
 }
 
@@ -110,7 +114,8 @@ export async function claimUploadRequest(
   const result = await db
     .prepare(
       `UPDATE upload_requests SET upload_id = ?1
-       WHERE id = ?2 AND file_id IS NULL AND expires_at > ?3 AND upload_id IS ?4`,
+       WHERE id = ?2 AND file_id IS NULL AND expires_at > ?3 AND upload_id IS ?4
+         AND cancelled_at IS NULL`,
     )
     .bind(uploadId, id, now, previous)
     .run();
@@ -206,4 +211,27 @@ export async function deleteExpiredRequests(
     .bind(before, limit)
     .all<{ id: string; upload_id: string | null }>();
   return results.map((row) => ({ id: row.id, uploadId: row.upload_id }));
+}
+
+/**
+ * Cancels a link no file has used up yet, if `uploadId` (null: none) still holds it: it stops
+ * working at once (its expiry moves to `now`, so the sweep drops the row a day later) and no
+ * upload holds it any more. Returns false when the link changed meanwhile (a new upload took
+ * it, or a file used it up): the caller reads it again. Cancelling twice changes nothing.
+ */
+export async function cancelUploadRequest(
+  db: D1Database,
+  id: string,
+  uploadId: string | null,
+  now: number,
+): Promise<boolean> {
+  const result = await db
+    .prepare(
+      `UPDATE upload_requests
+       SET cancelled_at = COALESCE(cancelled_at, ?1), expires_at = MIN(expires_at, ?1), upload_id = NULL
+       WHERE id = ?2 AND file_id IS NULL AND upload_id IS ?3`,
+    )
+    .bind(now, id, uploadId)
+    .run();
+  return result.meta.changes > 0;
 }

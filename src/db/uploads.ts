@@ -77,20 +77,24 @@ function toUpload(row: UploadRow): Upload {
 
 /**
  * Records a pending upload only if its bytes fit the session's quota, counted in the
- * same statement. Returns false when they do not fit.
+ * same statement. Returns false when they do not fit. An upload through an upload link
+ * (`requestId`) must fit beside everything the session holds or was promised, links' pending
+ * uploads included (`linkUsageSql`), and is then left out of the sandbox's own count.
  */
 export async function insertUploadWithinQuota(
   db: D1Database,
   upload: Upload,
   quotaBytes: number,
+  requestId: string | null = null,
 ): Promise<boolean> {
+  const usage = requestId === null ? sessionUsageSql() : linkUsageSql();
   const result = await db
     .prepare(
       `INSERT INTO uploads (id, session_id, name, size, sha256, content_type, encoding, stored_key,
                             stored_size, stored_sha256, status, created_at, expires_at,
-                            part_size, part_sha256, store_upload_id)
-       SELECT ?3, ?1, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, 'pending', ?2, ?12, ?14, ?15, ?16
-       WHERE ${sessionUsageSql()} + ?5 <= ?13`,
+                            part_size, part_sha256, store_upload_id, request_id)
+       SELECT ?3, ?1, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, 'pending', ?2, ?12, ?14, ?15, ?16, ?17
+       WHERE ${usage} + ?5 <= ?13`,
     )
     .bind(
       upload.sessionId,
@@ -109,9 +113,19 @@ export async function insertUploadWithinQuota(
       upload.multipart?.partSize ?? null,
       upload.multipart?.partSha256.join("") ?? null,
       upload.multipart?.storeUploadId ?? null,
+      requestId,
     )
     .run();
   return result.meta.changes > 0;
+}
+
+/**
+ * What an upload link's new bytes must fit beside: the session's live files and every pending
+ * upload, its own and the ones strangers started through its links (`?1` session, `?2` now).
+ */
+export function linkUsageSql(): string {
+  return `(SELECT COALESCE(SUM(size), 0) FROM files WHERE session_id = ?1 AND deleted_at IS NULL AND expires_at > ?2)
+        + (SELECT COALESCE(SUM(size), 0) FROM uploads WHERE session_id = ?1 AND status = 'pending' AND expires_at > ?2)`;
 }
 
 /**

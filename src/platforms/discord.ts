@@ -3,7 +3,7 @@ import type {
   APIInteraction,
   APIMessage,
 } from "discord-api-types/v10";
-import { verifyKey } from "discord-interactions";
+import { InteractionResponseType, InteractionType, verifyKey } from "discord-interactions";
 import { AppError } from "../errors";
 import { cleanFileName } from "../names";
 import { multipartBody } from "./multipart-body";
@@ -27,8 +27,7 @@ export interface DiscordConfig {
 
 /** Discord signs the timestamp too; older requests are replays. */
 const MAX_WEBHOOK_AGE_SECONDS = 300;
-const INTERACTION_PING = 1;
-const INTERACTION_APPLICATION_COMMAND = 2;
+/** ApplicationCommandOptionType.Attachment (discord-interactions has no enum for option types). */
 const OPTION_ATTACHMENT = 11;
 
 /**
@@ -108,11 +107,15 @@ export class DiscordPlatform implements Platform {
 
   async parseWebhook(rawBody: string): Promise<WebhookEvent> {
     const interaction = JSON.parse(rawBody) as APIInteraction;
-    if (interaction.type === INTERACTION_PING) {
-      return { response: Response.json({ type: 1 }), attachments: [], refused: [] };
+    if (interaction.type === (InteractionType.PING as number)) {
+      return {
+        response: Response.json({ type: InteractionResponseType.PONG }),
+        attachments: [],
+        refused: [],
+      };
     }
     const attachments: InboundAttachment[] = [];
-    if (interaction.type === INTERACTION_APPLICATION_COMMAND) {
+    if (interaction.type === (InteractionType.APPLICATION_COMMAND as number)) {
       const command = interaction as APIChatInputApplicationCommandInteraction;
       for (const option of command.data.options ?? []) {
         if (option.type !== OPTION_ATTACHMENT) continue;
@@ -129,7 +132,7 @@ export class DiscordPlatform implements Platform {
     }
     const respond = (refused: Refusal[]) =>
       Response.json({
-        type: 4,
+        type: InteractionResponseType.CHANNEL_MESSAGE_WITH_SOURCE,
         data: { content: replyText(attachments, refused), allowed_mentions: { parse: [] } },
       });
     return {

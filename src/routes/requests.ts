@@ -7,8 +7,12 @@ import {
   createUploadRequest,
   uploadRequestState,
 } from "../services/upload-requests";
+import { cancelRequest } from "../services/upload-request-cancel";
 
-/** Sandbox routes: ask a person for a file through an upload link, and see whether it came. */
+/**
+ * Sandbox routes: ask a person for a file through an upload link, see whether it came, and
+ * cancel the link.
+ */
 export const requests = new Hono<AppEnv>()
   .use(requireCaller("session"))
   .post("/", async (c) => {
@@ -20,4 +24,8 @@ export const requests = new Hono<AppEnv>()
   .get("/:id", async (c) => {
     const session = sessionOf(c.var.caller);
     return c.json(await uploadRequestState(c.var.deps, session, c.req.param("id")));
+  })
+  .delete("/:id", async (c) => {
+    const session = sessionOf(c.var.caller);
+    return c.json(await cancelRequest(c.var.deps, session, c.req.param("id")));
   });

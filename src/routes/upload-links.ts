@@ -42,13 +42,11 @@ export const uploadLinks = new Hono<AppEnv>()
   })
   .post("/:token/uploads", async (c) => {
     const body = await readJson(c, startBody);
-    const origin = new URL(c.req.url).origin;
-    return c.json(await startLinkUpload(c.var.deps, c.req.param("token"), body, origin), 201);
+    return c.json(await startLinkUpload(c.var.deps, c.req.param("token"), body), 201);
   })
   .get("/:token/uploads/:id", async (c) => {
-    const origin = new URL(c.req.url).origin;
     const { token, id } = c.req.param();
-    return c.json(await linkUploadState(c.var.deps, token, id, origin));
+    return c.json(await linkUploadState(c.var.deps, token, id));
   })
   .put("/:token/uploads/:id/parts/:part", async (c) => {
     const { token, id, part } = c.req.param();

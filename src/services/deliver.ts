@@ -19,6 +19,7 @@ import { withPlatformRetry } from "../platforms/retry";
 import { planDelivery } from "../platforms/tiers";
 import type { DeliveryRecord } from "../wire-types";
 import { humanSize } from "./human-size";
+import { deliveryInProgress, deliveryLeaseUntil, holdLease } from "./delivery-lease";
 import { toFileRecord } from "./file-record";
 import { contentGone, openOriginal, readHead } from "./original-bytes";
 import { destination } from "./validation";
@@ -89,6 +90,7 @@ export async function deliverFile(
     uploadedBytes: 0,
     createdAt: deps.now(),
     finishedAt: null,
+    leaseUntil: deliveryLeaseUntil(deps),
   });
   const logged = {
     deliveryId: claim.delivery.id,
@@ -106,12 +108,13 @@ export async function deliverFile(
           `${earlier.fileId} to ${earlier.destination}); deliver with a new key`,
       );
     }
-    if (earlier.status === "sending") throw new AppError("delivery_in_progress");
+    if (earlier.status === "sending") throw deliveryInProgress(earlier);
     return toDeliveryRecord(claim.delivery);
   }
 
   let sent: SentMessage;
   let uploadedBytes = 0;
+  const lease = holdLease(deps, claim.delivery.id);
   try {
     if (plan.mode === "native") {
       const outgoing: OutgoingFile = {
@@ -163,6 +166,8 @@ export async function deliverFile(
       error instanceof PlatformError ? "delivery_failed" : "platform_unreachable",
       reason,
     );
+  } finally {
+    lease.release();
   }
   await finishDelivery(
     deps.db,

@@ -107,7 +107,11 @@ async function admit(
       createdAt: deps.now(),
       ...(refusal ? { error: refusal.message, attempts: MAX_FETCH_ATTEMPTS } : {}),
     });
-    if (!inserted) continue; // a redelivered event: handled the first time
+    if (!inserted) {
+      // A redelivered event: handled the first time.
+      logEvent("attachment_duplicate", { chat, eventKey: event.eventKey ?? null, index });
+      continue;
+    }
     if (refusal) {
       refused.push({ name, reason: refusal.message });
       logEvent("attachment_refused", { itemId: id, chat, code: refusal.code }, "warn");

@@ -9,6 +9,7 @@ import {
 import { expireStaleUploads } from "../db/uploads";
 import type { Deps } from "../deps";
 import { blobRuleEnd } from "../storage/lifecycle-rules";
+import { failLapsedDeliveries } from "./delivery-lease";
 import { sweepUploadRequests, type RequestSweepResult } from "./upload-request-sweep";
 
 const HOUR = 3_600_000;
@@ -44,6 +45,8 @@ export interface SweepResult extends RequestSweepResult {
   verificationsResent: number;
   /** Objects written again so that the bucket's age rule keeps them for their files. */
   objectsRewritten: number;
+  /** Deliveries left `sending` by an attempt cut off mid-send, now failed with the reason. */
+  deliveriesFailed: number;
 }
 
 /**
@@ -55,7 +58,8 @@ export interface SweepResult extends RequestSweepResult {
  * link rows and upload-link requests a day past their expiry (giving up the upload such a
  * link still held), re-sends the verification of files left pending, and writes again
  * the objects of dedup hits that the bucket's age rule would delete while a live file still
- * uses them (the rule counts from the object's last write, which a dedup hit is not).
+ * uses them (the rule counts from the object's last write, which a dedup hit is not), and
+ * fails deliveries whose attempt stopped renewing its lease (cut off by a crash).
  *
  * Idempotent and safe to run twice at once: every D1 change is one conditional
  * statement (`DELETE … WHERE expired AND unused … RETURNING`), so a row is claimed by at
@@ -85,6 +89,7 @@ export async function sweep(deps: Deps, batch = SWEEP_BATCH): Promise<SweepResul
   }
   const linksDeleted = await deleteExpiredLinks(db, now);
   const requests = await sweepUploadRequests(deps, batch);
+  const deliveriesFailed = await failLapsedDeliveries(deps, batch);
   // A file still pending this long lost its verify message (a local queue restarted, or
   // retries ran out into the dead-letter queue): send it again.
   const resendBefore = now - deps.config.verifyResendAfterSeconds * 1000;
@@ -98,6 +103,7 @@ export async function sweep(deps: Deps, batch = SWEEP_BATCH): Promise<SweepResul
     uploadsExpired: staleUploads.length,
     objectsDeleted,
     linksDeleted,
+    deliveriesFailed,
     ...requests,
   };
 }

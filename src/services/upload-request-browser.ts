@@ -15,15 +15,17 @@ import { cleanFileName } from "../names";
 import { MAX_PARTS, partCount, partSizeFor } from "../part-plan";
 import { uploadKey } from "../storage";
 import { completeUpload } from "./complete-upload";
-import {
-  isMultipart,
-  multipartTarget,
-  resumeMultipart,
-  type MultipartUpload,
-} from "./multipart-upload";
+import { isMultipart, multipartTarget, type MultipartUpload } from "./multipart-upload";
 import { receivePart, type IncomingPut } from "./receive-upload";
 import { rejectUpload } from "./reject-upload";
 import { forwardPart } from "./upload-request-forward";
+import {
+  countAsSessions,
+  linkLeaseUntil,
+  missingLinkParts,
+  renewLinkLease,
+} from "./upload-request-lease";
+import { checkLinkLimit, linkLimit } from "./upload-link-room";
 import { abandonClaim } from "./upload-request-claim";
 import {
   linkUsed,
@@ -58,13 +60,17 @@ export type LinkUploadState =
       partCount: number;
       /** Part numbers the relay does not hold yet. */
       missing: number[];
+      /** Until when the upload holds its room in the quota: each part renews it, reads do not. */
+      leaseExpiresAt: string;
     }
   | { status: "verifying"; uploadId: string; name: string; size: number }
   | { status: "received"; uploadId: string; name: string; size: number; sha256: string };
 
 /**
- * Starts the browser's multipart upload through a link, within the link's `maxBytes`,
- * `MAX_FILE_BYTES` and the session's quota (held from now on, as for any declared upload).
+ * Starts the browser's multipart upload through a link, within the link's limit (`linkLimit`:
+ * its `maxBytes`, `MAX_FILE_BYTES`, what the session's quota has left). The room is held
+ * against other links for a lease (`LINK_UPLOAD_LEASE_SECONDS`) that each part renews, never
+ * against the sandbox's own sends; it counts for the sandbox once complete.
  * The new upload takes the link over from any earlier unfinished one (a reload, another
  * browser), which is given up. Nothing is deduplicated: the bytes always travel.
  */
@@ -72,17 +78,12 @@ export async function startLinkUpload(
   deps: Deps,
   token: string,
   body: z.infer<typeof startBody>,
-  origin: string,
 ): Promise<LinkUploadState> {
   const { config, db, store } = deps;
-  const { request, session } = await openLink(deps, token);
+  const link = await openLink(deps, token);
+  const { request, session } = link;
   checkSize(deps, request, body.size);
-  if (body.size > session.quotaBytes) {
-    throw new AppError(
-      "quota_exceeded",
-      `the file is ${body.size} bytes; the session's byte quota is ${session.quotaBytes}`,
-    );
-  }
+  checkLinkLimit(await linkLimit(deps, link), body.size);
   const partSize = partSizeFor(body.size);
   const count = partCount(body.size, partSize);
   if (body.partSha256.length !== count) {
@@ -115,7 +116,7 @@ export async function startLinkUpload(
     storedSha256: body.sha256,
     status: "pending",
     createdAt: now,
-    expiresAt: now + config.uploadUrlTtlSeconds * 1000,
+    expiresAt: linkLeaseUntil(deps, now),
     fileId: null,
     multipart: {
       partSize,
@@ -123,8 +124,10 @@ export async function startLinkUpload(
       storeUploadId: await store.createMultipartUpload(key),
     },
   };
-  if (!(await insertUploadWithinQuota(db, upload, session.quotaBytes))) {
+  if (!(await insertUploadWithinQuota(db, upload, session.quotaBytes, request.id))) {
     await store.abortMultipartUpload(multipartTarget(upload));
+    // Another link's upload (or the sandbox) took the room meanwhile.
+    checkLinkLimit(await linkLimit(deps, link), body.size);
     throw new AppError(
       "quota_exceeded",
       `${body.size} more bytes would exceed the session's byte quota`,
@@ -141,7 +144,7 @@ export async function startLinkUpload(
     size: body.size,
     parts: count,
   });
-  return linkUploadState(deps, token, id, origin);
+  return linkUploadState(deps, token, id);
 }
 
 /** Refuses a size over the link's `maxBytes` or `MAX_FILE_BYTES`, before any byte moves. */
@@ -161,17 +164,16 @@ export function checkSize(deps: Deps, request: UploadRequest, size: number): voi
 }
 
 /**
- * Where the link's upload stands: the parts still missing (its expiry, and the quota it
- * holds, move out, as when a shim resumes), or, once completed, whether its file is verified
- * and in the inbox yet.
+ * Where the link's upload stands: the parts still missing and until when it holds its room
+ * (reading this never renews it), or, once completed, whether its file is verified and in the
+ * inbox yet.
  */
 export async function linkUploadState(
   deps: Deps,
   token: string,
   uploadId: string,
-  origin: string,
 ): Promise<LinkUploadState> {
-  const { request, session, upload } = await openLinkUpload(deps, token, uploadId);
+  const { request, upload } = await openLinkUpload(deps, token, uploadId);
   if (upload.status === "completed") {
     const settled = await settleRequest(deps, request);
     if (settled.fileId === null) throw contentRejected();
@@ -180,13 +182,13 @@ export async function linkUploadState(
       ? { status: "received", ...base, sha256: upload.sha256 }
       : { status: "verifying", ...base };
   }
-  const answer = await resumeMultipart(deps, session, upload, origin);
   return {
     status: "uploading",
     uploadId,
-    partSize: answer.partSize,
-    partCount: answer.partCount,
-    missing: answer.parts.map((part) => part.partNumber),
+    partSize: upload.multipart.partSize,
+    partCount: upload.multipart.partSha256.length,
+    missing: await missingLinkParts(deps, upload),
+    leaseExpiresAt: new Date(upload.expiresAt).toISOString(),
   };
 }
 
@@ -202,19 +204,14 @@ export async function receiveLinkPart(
   put: IncomingPut,
   origin: string,
 ): Promise<void> {
-  const { upload } = await openLinkUpload(deps, token, uploadId);
+  const { session, upload } = await openLinkUpload(deps, token, uploadId);
   if (upload.status !== "pending") throw new AppError("upload_already_completed");
-  // An expired upload no longer holds its bytes in the quota: nothing more of it is stored
-  // until a state call renews it (within the quota), as a shim's part URLs expire with it.
-  if (upload.expiresAt <= deps.now()) {
-    throw new AppError(
-      "upload_expired",
-      "this upload expired before all its parts arrived; ask for its state to renew it " +
-        "within the session's quota, or pick the file again",
-    );
-  }
+  // Bytes arriving renew the upload's lease (a lapsed one only if its bytes fit again), before
+  // and after the part: a stalled part holds the room for one lease at most.
+  await renewLinkLease(deps, session, upload);
   if (deps.store.receivePart) await receivePart(deps, uploadId, partNumber, put);
   else await forwardPart(deps, upload, partNumber, put, origin);
+  await renewLinkLease(deps, session, upload);
 }
 
 /**
@@ -230,6 +227,7 @@ export async function completeLinkUpload(
   origin: string,
 ): Promise<LinkUploadState> {
   const { request, session, upload } = await openLinkUpload(deps, token, uploadId);
+  if (upload.status === "pending") await countAsSessions(deps, session, upload);
   const file = await completeUpload(deps, session, upload.id, origin);
   if (!(await recordRequestFile(deps.db, request.id, uploadId, file.fileId))) {
     // Completed twice (a retry after a lost answer) is fine; a link another upload took over
@@ -247,7 +245,7 @@ export async function completeLinkUpload(
     fileId: file.fileId,
     size: file.size,
   });
-  return linkUploadState(deps, token, uploadId, origin);
+  return linkUploadState(deps, token, uploadId);
 }
 
 /** The link a token names with the upload `uploadId` under way through it. */

@@ -1,5 +1,5 @@
 import { deleteFile } from "../db/files";
-import { claimUploadRequest, recordRequestFile } from "../db/upload-requests";
+import { claimUploadRequest, findUploadRequest, recordRequestFile } from "../db/upload-requests";
 import type { Deps } from "../deps";
 import { AppError } from "../errors";
 import { newId } from "../ids";
@@ -9,7 +9,8 @@ import { ingest } from "./ingest";
 import { checkSize } from "./upload-request-browser";
 import { abandonClaim } from "./upload-request-claim";
 import { stageUnsized } from "./upload-request-staging";
-import { linkUsed, openLink, settleRequest } from "./upload-requests";
+import { checkLinkLimit, linkLimit } from "./upload-link-room";
+import { linkCancelled, linkUsed, openLink, settleRequest } from "./upload-requests";
 import { mediaType } from "./validation";
 
 /** A plain PUT to a link (`curl -T file <url>`). */
@@ -31,12 +32,15 @@ export interface LinkPutResult {
 
 /**
  * Stores a plain PUT's body as the link's file, hashed by the relay on the way in, and puts
- * it in the session's inbox. A Content-Length over the link's `maxBytes` (or the relay's
- * limit, or the session's quota) is refused before the body is read; a chunked body is cut
- * off as soon as it runs past `maxBytes`, and nothing of it stays stored.
+ * it in the session's inbox. The link's limit is the smallest of its `maxBytes`, the relay's
+ * limit and what the session's quota has left (`linkLimit`): a Content-Length over it is
+ * refused before the body is read; a chunked body is cut off as soon as it runs past it, and
+ * nothing of it stays stored. The quota is checked again once the bytes are in (`ingest`).
  */
 export async function putToLink(deps: Deps, token: string, put: LinkPut): Promise<LinkPutResult> {
-  const { request } = await openLink(deps, token);
+  const link = await openLink(deps, token);
+  const { request } = link;
+  const limit = await linkLimit(deps, link);
   let size: number | undefined;
   if (put.contentLength !== undefined) {
     if (!/^\d{1,16}$/.test(put.contentLength)) {
@@ -44,6 +48,7 @@ export async function putToLink(deps: Deps, token: string, put: LinkPut): Promis
     }
     size = Number(put.contentLength);
     checkSize(deps, request, size);
+    checkLinkLimit(limit, size);
   }
   const claim = newId("put");
   if (!(await claimUploadRequest(deps.db, request.id, claim, request.uploadId, deps.now()))) {
@@ -61,13 +66,16 @@ export async function putToLink(deps: Deps, token: string, put: LinkPut): Promis
       : await stageUnsized(
           deps,
           body,
-          Math.min(request.maxBytes, deps.config.maxFileBytes),
+          limit.bytes,
           (staged) => ingest(deps, { ...input, ...staged }),
+          limit.refusal,
+          { requestId: request.id },
         );
 
   if (!(await recordRequestFile(deps.db, request.id, claim, file.id))) {
     await deleteFile(deps.db, file.id, deps.now());
-    throw linkUsed();
+    const now = await findUploadRequest(deps.db, request.id);
+    throw now?.cancelledAt != null ? linkCancelled() : linkUsed();
   }
   await settleRequest(deps, { ...request, uploadId: claim, fileId: file.id });
   logEvent("upload_link_put", { requestId: request.id, fileId: file.id, size: file.size });

@@ -16,19 +16,23 @@ export interface Staged {
 /**
  * Takes a body of unknown length (a chunked PUT) up to `limit` bytes and hands it to
  * `consume` with its length: a short one from memory (one part at most), a longer one
- * through a staging multipart upload cut by the relay into `MIN_PART_BYTES` parts, so
- * memory stays at one part whatever the size. A body that runs past `limit` is cut off at
- * once (`413 payload_too_large`). The staging object is removed whatever happens.
+ * through a staging multipart upload cut by the relay into `MIN_PART_BYTES` parts. Memory
+ * per body is what has arrived and is not yet sent on: never more than one part, nor more
+ * than `limit`, nor more than the sender actually sent (a stalled stream pins only the bytes
+ * it sent). A body that runs past `limit` is cut off at once (`overLimit`, by default
+ * `413 payload_too_large`; logged with `logged`'s fields). The staging object is removed
+ * whatever happens.
  */
 export async function stageUnsized<T>(
   deps: Deps,
   body: ReadableStream<Uint8Array>,
   limit: number,
   consume: (staged: Staged) => Promise<T>,
+  overLimit?: AppError,
+  logged: Record<string, unknown> = {},
 ): Promise<T> {
   const reader = body.getReader();
-  const buffer = new Uint8Array(MIN_PART_BYTES);
-  let filled = 0;
+  const pending = new PartBuffer(MIN_PART_BYTES);
   let total = 0;
   let staging: Staging | null = null;
   try {
@@ -37,31 +41,65 @@ export async function stageUnsized<T>(
       if (done) break;
       total += value.byteLength;
       if (total > limit) {
-        throw new AppError(
-          "payload_too_large",
-          `the body ran past ${limit} bytes, the most this upload link takes; nothing was kept`,
+        // What was read when the body was cut: at most the limit plus the chunk that crossed it.
+        logEvent("upload_link_body_cut", { ...logged, limit, received: total }, "warn");
+        throw (
+          overLimit ??
+          new AppError(
+            "payload_too_large",
+            `the body ran past ${limit} bytes, the most this upload link takes; nothing was kept`,
+          )
         );
       }
-      for (let offset = 0; offset < value.byteLength;) {
-        const take = Math.min(buffer.byteLength - filled, value.byteLength - offset);
-        buffer.set(value.subarray(offset, offset + take), filled);
-        filled += take;
-        offset += take;
-        if (filled === buffer.byteLength) {
-          staging ??= await Staging.start(deps);
-          await staging.send(buffer);
-          filled = 0;
-        }
+      for (const part of pending.add(value)) {
+        staging ??= await Staging.start(deps);
+        await staging.send(part);
       }
     }
-    if (!staging) return await consume({ body: streamOf(buffer.slice(0, filled)), size: total });
-    if (filled > 0) await staging.send(buffer.subarray(0, filled));
+    const rest = pending.take();
+    if (!staging) return await consume({ body: streamOf(rest), size: total });
+    if (rest.byteLength > 0) await staging.send(rest);
     return await consume({ body: await staging.assemble(), size: total });
   } catch (error) {
     await reader.cancel().catch(() => {});
     throw error;
   } finally {
     await staging?.discard();
+  }
+}
+
+/** Chunks as they arrive, handed out as whole parts of `partBytes` once that many are held. */
+class PartBuffer {
+  private chunks: Uint8Array[] = [];
+  private held = 0;
+
+  constructor(private readonly partBytes: number) {}
+
+  /** Keeps `chunk`; returns the whole parts now complete (each copied into one array). */
+  add(chunk: Uint8Array): Uint8Array[] {
+    const parts: Uint8Array[] = [];
+    let offset = 0;
+    while (offset < chunk.byteLength) {
+      const take = Math.min(this.partBytes - this.held, chunk.byteLength - offset);
+      this.chunks.push(chunk.subarray(offset, offset + take));
+      this.held += take;
+      offset += take;
+      if (this.held === this.partBytes) parts.push(this.take());
+    }
+    return parts;
+  }
+
+  /** Everything held, in one array; the buffer is empty after. */
+  take(): Uint8Array {
+    const out = new Uint8Array(this.held);
+    let at = 0;
+    for (const chunk of this.chunks) {
+      out.set(chunk, at);
+      at += chunk.byteLength;
+    }
+    this.chunks = [];
+    this.held = 0;
+    return out;
   }
 }
 
@@ -83,7 +121,7 @@ class Staging {
   async send(bytes: Uint8Array): Promise<void> {
     const sha256Hex = bytesToHex(await crypto.subtle.digest("SHA-256", bytes));
     const part = { partNumber: ++this.parts, size: bytes.byteLength, sha256Hex };
-    await sendPart(this.deps, this.target, part, bytes.slice(), "");
+    await sendPart(this.deps, this.target, part, bytes, "");
   }
 
   async assemble(): Promise<ReadableStream<Uint8Array>> {

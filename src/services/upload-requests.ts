@@ -44,7 +44,7 @@ export interface CreatedRequest {
 /** The answer to `GET /v1/requests/:id`. */
 export interface RequestState {
   requestId: string;
-  status: "open" | "received" | "expired";
+  status: "open" | "received" | "expired" | "cancelled";
   name: string | null;
   maxBytes: number;
   expiresAt: string;
@@ -110,9 +110,11 @@ export async function uploadRequestState(
   const status =
     request.receivedAt !== null
       ? "received"
-      : request.fileId === null && request.expiresAt <= deps.now()
-        ? "expired"
-        : "open";
+      : request.cancelledAt !== null
+        ? "cancelled"
+        : request.fileId === null && request.expiresAt <= deps.now()
+          ? "expired"
+          : "open";
   return {
     requestId: request.id,
     status,
@@ -172,7 +174,13 @@ async function linkOf(deps: Deps, token: string): Promise<OpenLink> {
       "this upload link no longer works: the session that asked for the file has ended",
     );
   }
+  if (found.cancelledAt !== null) throw linkCancelled();
   return { request: await settleRequest(deps, found), session };
+}
+
+/** The refusal of a link the sandbox cancelled. */
+export function linkCancelled(): AppError {
+  return new AppError("link_expired", "this upload link no longer works: it was cancelled");
 }
 
 export function linkUsed(): AppError {

@@ -47,27 +47,6 @@ export function lifecycleRules(fileTtlSeconds: number): LifecycleRule[] {
   ];
 }
 
-/** The body of an S3 PutBucketLifecycleConfiguration request. */
-export function lifecycleXml(rules: LifecycleRule[]): string {
-  const body = rules
-    .map((rule) => {
-      const parts = [
-        `<ID>${escapeXml(rule.id)}</ID>`,
-        `<Filter><Prefix>${escapeXml(rule.prefix)}</Prefix></Filter>`,
-        "<Status>Enabled</Status>",
-      ];
-      if (rule.expireDays !== undefined)
-        parts.push(`<Expiration><Days>${rule.expireDays}</Days></Expiration>`);
-      if (rule.abortMultipartDays !== undefined)
-        parts.push(
-          `<AbortIncompleteMultipartUpload><DaysAfterInitiation>${rule.abortMultipartDays}</DaysAfterInitiation></AbortIncompleteMultipartUpload>`,
-        );
-      return `<Rule>${parts.join("")}</Rule>`;
-    })
-    .join("");
-  return `<?xml version="1.0" encoding="UTF-8"?><LifecycleConfiguration xmlns="http://s3.amazonaws.com/doc/2006-03-01/">${body}</LifecycleConfiguration>`;
-}
-
 /** The `wrangler r2 bucket lifecycle add` commands (as argv) that apply the rules to R2. */
 export function wranglerLifecycleCommands(bucket: string, rules: LifecycleRule[]): string[][] {
   return rules.map((rule) => {
@@ -78,8 +57,4 @@ export function wranglerLifecycleCommands(bucket: string, rules: LifecycleRule[]
     argv.push("--force");
     return argv;
   });
-}
-
-function escapeXml(text: string): string {
-  return text.replace(/[<>&"']/g, (c) => `&#${c.charCodeAt(0)};`);
 }

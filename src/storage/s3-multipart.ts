@@ -1,4 +1,4 @@
-import { XMLParser } from "fast-xml-parser";
+import { XMLBuilder, XMLParser } from "fast-xml-parser";
 import type { StoredPart } from "../db/upload-parts";
 import { base64ToHex, hexToBase64 } from "../encoding";
 import { MultipartUploadGoneError, type MultipartTarget } from "./blob-store";
@@ -11,6 +11,9 @@ const xml = new XMLParser({
   htmlEntities: true,
   isArray: (name) => name === "Part",
 });
+
+/** Request bodies: element text escaped by the builder (an ETag's quotes as `&quot;`). */
+const xmlBody = new XMLBuilder({ processEntities: true });
 
 /** S3's multipart API (CreateMultipartUpload … CompleteMultipartUpload) over signed fetch. */
 export class S3Multipart {
@@ -63,19 +66,15 @@ export class S3Multipart {
   }
 
   async complete(target: MultipartTarget, parts: StoredPart[]): Promise<void> {
-    const body =
-      "<CompleteMultipartUpload>" +
-      parts
-        .map(
-          (part) =>
-            `<Part><PartNumber>${part.partNumber}</PartNumber><ETag>${escapeXml(part.etag)}</ETag>` +
-            (part.sha256Hex
-              ? `<ChecksumSHA256>${hexToBase64(part.sha256Hex)}</ChecksumSHA256>`
-              : "") +
-            "</Part>",
-        )
-        .join("") +
-      "</CompleteMultipartUpload>";
+    const body = xmlBody.build({
+      CompleteMultipartUpload: {
+        Part: parts.map((part) => ({
+          PartNumber: part.partNumber,
+          ETag: part.etag,
+          ...(part.sha256Hex ? { ChecksumSHA256: hexToBase64(part.sha256Hex) } : {}),
+        })),
+      },
+    }) as string;
     const bytes = new TextEncoder().encode(body);
     const response = await this.http.send(
       "POST",
@@ -130,9 +129,4 @@ interface S3Xml {
   InitiateMultipartUploadResult?: { UploadId?: string };
   ListPartsResult?: { Part?: S3Part[]; IsTruncated?: string; NextPartNumberMarker?: string };
   CompleteMultipartUploadResult?: unknown;
-}
-
-/** Element text escaped as the AWS SDKs do (ETags keep their literal quotes). */
-function escapeXml(text: string): string {
-  return text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
 }

@@ -9,6 +9,7 @@ import { startStrictS3, type StrictS3 } from "../fixtures/s3/strict-s3";
 import { prepareShim, relayEnv, runShim } from "../shim/run-shim";
 import { runDriver, shimDrivers, type ShimDriver } from "../shim/shims";
 import { startRelay, type RunningRelay } from "../support/relay";
+import { sharedRelay } from "../support/shared-relay";
 import { s3Vars } from "../support/s3-vars";
 import { SNIFF_BYTES } from "../../src/content/magic-bytes";
 
@@ -298,7 +299,7 @@ describe("GET /v1/files/:id/content on s3 (wrangler dev, strict S3)", () => {
 describe("GET /v1/files/:id/content on r2 (wrangler dev)", () => {
   let relay: RunningRelay;
   beforeAll(async () => {
-    relay = await startRelay();
+    relay = sharedRelay();
   });
   afterAll(async () => {
     await relay?.stop();

@@ -7,6 +7,7 @@ import { startFaultProxy, type FaultProxy, type FaultRule } from "../fixtures/fa
 import { startStrictS3, type StrictS3 } from "../fixtures/s3/strict-s3";
 import { failureLine, prepareShim, runShim, type ShimResult } from "../shim/run-shim";
 import { startRelay, type RunningRelay } from "../support/relay";
+import { sharedRelay } from "../support/shared-relay";
 import { s3Vars } from "../support/s3-vars";
 
 /** The shim's socket idle timeout (agent-shim/src/transport/http.ts, IDLE_TIMEOUT_MS): too long to wait out here. */
@@ -309,7 +310,7 @@ describe("R2 backend: shim → fault proxy → relay (wrangler dev)", () => {
   let session: { sessionId: string; token: string };
 
   beforeAll(async () => {
-    relay = await startRelay();
+    relay = sharedRelay();
     // The relay builds its upload and share URLs from the Host it is asked under: keeping the
     // proxy's Host sends the relay-bound PUTs through the proxy too.
     proxy = await startFaultProxy({ target: relay.url, host: "preserve" });

@@ -12,14 +12,16 @@ import { startFaultProxy, type FaultProxy, type ProxiedRequest } from "../fixtur
 import { startStrictS3, type StrictS3 } from "../fixtures/s3/strict-s3";
 import { prepareShim, runShim, SHIM } from "../shim/run-shim";
 import { startRelay, type RunningRelay } from "../support/relay";
+import { sharedRelay } from "../support/shared-relay";
 import { s3Vars } from "../support/s3-vars";
 
 /**
- * A send killed half-way, then run again. 128 MiB is 16 parts of 8 MiB: enough to kill with
- * parts both held and missing and several in flight, at half the time 256 MiB took (which
- * outran its timeout on a 2-core machine busy with another test run).
+ * A send killed half-way, then run again. 40 MiB is 5 parts of 8 MiB, sent in parts because the
+ * shim is given a lower threshold (AIRLOCK_MULTIPART_THRESHOLD; 64 MiB by default): enough to
+ * kill with parts both held and missing and several in flight, as 128 or 256 MiB did.
  */
-const FILE_BYTES = 128 * 1024 * 1024;
+const FILE_BYTES = 40 * 1024 * 1024;
+const MULTIPART_THRESHOLD = 24 * 1024 * 1024;
 const PART_BYTES = partSizeFor(FILE_BYTES);
 const PARTS = Math.ceil(FILE_BYTES / PART_BYTES);
 
@@ -65,6 +67,9 @@ function shimEnv(relayUrl: string, token: string, cache: string): Record<string,
     AIRLOCK_URL: relayUrl,
     AIRLOCK_TOKEN: token,
     AIRLOCK_RETRY_BASE_MS: "10",
+    AIRLOCK_MULTIPART_THRESHOLD: String(MULTIPART_THRESHOLD),
+    // Two parts in flight at once: a kill at half the bytes leaves parts held, in flight and unsent.
+    AIRLOCK_UPLOAD_CONCURRENCY: "2",
     XDG_CACHE_HOME: cache,
   };
 }
@@ -187,7 +192,7 @@ const backends: Array<[string, () => Promise<Backend>]> = [
   [
     "r2 (parts through the relay)",
     async () => {
-      const relay = await startRelay();
+      const relay = sharedRelay();
       // Keeping the proxy's Host makes the relay sign its part URLs for the proxy.
       const proxy = await startFaultProxy({ target: relay.url, host: "preserve" });
       return {

@@ -14,7 +14,7 @@ import { startRelay, type RunningRelay } from "../support/relay";
 import { s3Vars } from "../support/s3-vars";
 
 const MiB = 1024 * 1024;
-const SIZE = 64 * MiB;
+const SIZE = 24 * MiB;
 const run = promisify(execFile);
 const sha256 = (bytes: Uint8Array) => createHash("sha256").update(bytes).digest("hex");
 

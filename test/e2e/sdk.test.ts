@@ -14,7 +14,8 @@ import {
   type InboxRecord,
 } from "../../sdk/src/node";
 import { prepareShim, RUNTIMES, runShim } from "../shim/run-shim";
-import { freePort, startRelay, type RunningRelay } from "../support/relay";
+import { freePort, type RunningRelay } from "../support/relay";
+import { sharedRelay } from "../support/shared-relay";
 import { rejectionOf } from "../support/rejection";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
@@ -44,7 +45,7 @@ describe("the operator SDK against the relay under wrangler dev", () => {
 
   beforeAll(async () => {
     prepareShim();
-    relay = await startRelay();
+    relay = sharedRelay();
     airlock = new AirlockClient({ url: relay.url, adminToken: relay.adminToken });
     dir = await mkdtemp(join(tmpdir(), "airlock-sdk-"));
   });

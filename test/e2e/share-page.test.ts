@@ -7,7 +7,8 @@ import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { prepareShim, runShim } from "../shim/run-shim";
 import { ARTIFACTS, launchChromium } from "../support/chromium";
-import { startRelay, type RunningRelay } from "../support/relay";
+import { type RunningRelay } from "../support/relay";
+import { sharedRelay } from "../support/shared-relay";
 
 const sha256 = (bytes: Uint8Array) => createHash("sha256").update(bytes).digest("hex");
 
@@ -97,7 +98,7 @@ describe("the share page in a real browser (Debian chromium under playwright-cor
   beforeAll(async () => {
     prepareShim();
     dir = await mkdtemp(join(tmpdir(), "airlock-share-page-"));
-    relay = await startRelay();
+    relay = sharedRelay();
     token = (await relay.mintSession()).token;
     browser = await launchChromium();
     context = await browser.newContext({

@@ -8,7 +8,8 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { startFaultProxy, type FaultProxy } from "../fixtures/fault-proxy";
 import { prepareShim, runShim } from "../shim/run-shim";
 import { ARTIFACTS, launchChromium } from "../support/chromium";
-import { startRelay, type RunningRelay } from "../support/relay";
+import { type RunningRelay } from "../support/relay";
+import { sharedRelay } from "../support/shared-relay";
 import type { CreatedRequest } from "../../src/services/upload-requests";
 
 const sha256 = (bytes: Uint8Array) => createHash("sha256").update(bytes).digest("hex");
@@ -45,7 +46,7 @@ describe("the upload page in a real browser (Debian chromium under playwright-co
   beforeAll(async () => {
     prepareShim();
     dir = await mkdtemp(join(tmpdir(), "airlock-upload-page-"));
-    relay = await startRelay();
+    relay = sharedRelay();
     // Between the browser and the relay, so a test can drop one part's connection. The relay
     // sees the proxy's host, so the links it mints point at the proxy.
     proxy = await startFaultProxy({ target: relay.url, host: "preserve" });
@@ -211,7 +212,7 @@ describe("the upload page in a real browser (Debian chromium under playwright-co
     await page.close();
 
     const usage =
-      "airlock request [--name <hint>] [--max-bytes <n>] [--expires <duration>] [--json]";
+      "airlock request [--name <hint>] [--max-bytes <n>] [--expires <duration>] [--json] | airlock request --cancel <requestId>";
     for (const [args, message] of [
       [
         ["--expires", "soon"],

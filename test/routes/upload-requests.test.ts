@@ -497,7 +497,8 @@ for (const backend of backends()) {
         expect(await errorOf(quota)).toEqual({
           status: 413,
           code: "quota_exceeded",
-          message: "the file is 7000 bytes; the session's byte quota is 6000",
+          message:
+            "the session that asked for this file has 6000 bytes of its quota left; nothing was kept",
         });
         const parts = await start(path, randomBytes(100), {
           partSha256: ["0".repeat(64), "1".repeat(64)],

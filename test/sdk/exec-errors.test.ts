@@ -16,6 +16,7 @@ import {
 import { freePort } from "../support/relay";
 import { relaySuite } from "../support/relay-suite";
 import { rejectionOf } from "../support/rejection";
+import { execCase } from "./exec-cases";
 import { installStandIns, sandboxPath } from "./stand-in-cli";
 
 /**
@@ -79,10 +80,9 @@ describe("exec transport refusals", () => {
     // A path, not a name: a PATH entry the account may not search would say EACCES instead.
     const cli = join(suite.dir, "no-such-cli");
     const exec = dockerExec("box", { command: cli });
-    expect(await refusal(airlock.pushFile(exec, fileId, join(dir, "x.txt")))).toEqual({
-      code: "exec_unavailable",
-      message: `could not run ${cli}: spawn ${cli} ENOENT`,
-    });
+    expect(await refusal(airlock.pushFile(exec, fileId, join(dir, "x.txt")))).toEqual(
+      execCase("exec_unavailable", { cli }),
+    );
     expect(await readdir(dir)).toEqual([]);
   });
 
@@ -93,16 +93,14 @@ describe("exec transport refusals", () => {
       run: (_argv, stdin) => spawnCli("sh", ["-c", script], stdin),
     });
     const said = frozen('echo "starting" >&2; echo "sandbox is frozen" >&2; exit 7');
-    expect(await refusal(airlock.pushFile(said, fileId, "/workspace/x.txt"))).toEqual({
-      code: "exec_failed",
-      message: "probing for tools in frozen box: sandbox is frozen",
-    });
+    expect(await refusal(airlock.pushFile(said, fileId, "/workspace/x.txt"))).toEqual(
+      execCase("exec_failed_said"),
+    );
     const silent = frozen("exit 7");
     const before = await sessionFileCount();
-    expect(await refusal(airlock.collectFile(silent, sessionId, "/workspace/x.txt"))).toEqual({
-      code: "exec_failed",
-      message: "probing for tools in frozen box: exit code 7",
-    });
+    expect(await refusal(airlock.collectFile(silent, sessionId, "/workspace/x.txt"))).toEqual(
+      execCase("exec_failed_silent"),
+    );
     expect(await sessionFileCount()).toBe(before);
   });
 
@@ -115,10 +113,9 @@ describe("exec transport refusals", () => {
       sshArgs: ["-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null"],
     });
     const fileId = await seeded(Buffer.from("x\n"), "x.txt");
-    expect(await refusal(airlock.pushFile(exec, fileId, "/workspace/x.txt"))).toEqual({
-      code: "exec_failed",
-      message: `probing for tools in ssh agent@127.0.0.1: ssh: connect to host 127.0.0.1 port ${port}: Connection refused`,
-    });
+    expect(await refusal(airlock.pushFile(exec, fileId, "/workspace/x.txt"))).toEqual(
+      execCase("exec_failed_ssh", { port }),
+    );
   });
 
   it("sandbox_cannot_verify: no sha256sum, openssl, python3 or node in the sandbox", async () => {
@@ -129,17 +126,13 @@ describe("exec transport refusals", () => {
       await writeFile(join(dir, "out.txt"), "made in the sandbox\n");
       const fileId = await seeded(Buffer.from("x\n"), "x.txt");
       const exec = dockerExec("bare");
-      const message =
-        "docker exec bare has none of sha256sum, openssl, python3 or node to check a SHA-256; nothing was moved";
-      expect(await refusal(airlock.pushFile(exec, fileId, join(dir, "x.txt")))).toEqual({
-        code: "sandbox_cannot_verify",
-        message,
-      });
+      expect(await refusal(airlock.pushFile(exec, fileId, join(dir, "x.txt")))).toEqual(
+        execCase("sandbox_cannot_verify"),
+      );
       const before = await sessionFileCount();
-      expect(await refusal(airlock.collectFile(exec, sessionId, join(dir, "out.txt")))).toEqual({
-        code: "sandbox_cannot_verify",
-        message,
-      });
+      expect(await refusal(airlock.collectFile(exec, sessionId, join(dir, "out.txt")))).toEqual(
+        execCase("sandbox_cannot_verify"),
+      );
       expect(await sessionFileCount()).toBe(before);
       expect(await readdir(dir)).toEqual(["out.txt"]);
     } finally {
@@ -154,11 +147,9 @@ describe("exec transport refusals", () => {
       const dir = await freshDir("no-decoder-");
       const fileId = await seeded(Buffer.from("x\n"), "x.txt");
       const exec: ExecAdapter = { ...dockerExec("sha-only"), stdin: false };
-      expect(await refusal(airlock.pushFile(exec, fileId, join(dir, "x.txt")))).toEqual({
-        code: "sandbox_cannot_decode",
-        message:
-          "docker exec sha-only takes no stdin and has none of base64, openssl, python3 or node to decode base64; nothing was moved",
-      });
+      expect(await refusal(airlock.pushFile(exec, fileId, join(dir, "x.txt")))).toEqual(
+        execCase("sandbox_cannot_decode"),
+      );
       expect(await readdir(dir)).toEqual([]);
     } finally {
       await standIns.configure({});
@@ -173,10 +164,9 @@ describe("exec transport refusals", () => {
     const fileId = await seeded(RANDOM.subarray(0, 300_000), "part.bin");
     expect(
       await refusal(airlock.pushFile(exec, fileId, target, { maxBase64Bytes: 100_000 })),
-    ).toEqual({
-      code: "too_large_for_base64",
-      message: `push to ${target} in docker exec box: it takes no stdin, and 300000 bytes is more than the base64 fallback moves (100000 bytes, 3 commands); nothing was moved`,
-    });
+    ).toEqual(
+      execCase("too_large_for_base64", { target, size: 300000, limit: 100000, commands: 3 }),
+    );
     // The default limit, 16 MiB: refused before a byte is read or a command runs.
     let pulled = 0;
     const endless = new ReadableStream<Uint8Array>({
@@ -188,10 +178,7 @@ describe("exec transport refusals", () => {
     const size = 16 * MiB + 1;
     expect(
       await refusal(pushStream(exec, endless, target, { sha256: "0".repeat(64), size })),
-    ).toEqual({
-      code: "too_large_for_base64",
-      message: `push to ${target} in docker exec box: it takes no stdin, and ${size} bytes is more than the base64 fallback moves (${16 * MiB} bytes, 342 commands); nothing was moved`,
-    });
+    ).toEqual(execCase("too_large_for_base64", { target, size, limit: 16 * MiB, commands: 342 }));
     expect(pulled).toBeLessThanOrEqual(1);
     expect(await standIns.calls()).toEqual([]);
     expect(await readdir(dir)).toEqual([]);
@@ -201,10 +188,9 @@ describe("exec transport refusals", () => {
     const dir = await freshDir("missing-");
     const before = await sessionFileCount();
     for (const path of [join(dir, "no-such-file"), dir]) {
-      expect(await refusal(airlock.collectFile(dockerExec("box"), sessionId, path))).toEqual({
-        code: "sandbox_file_unreadable",
-        message: `collect of ${path} in docker exec box: not a regular file: ${path}`,
-      });
+      expect(await refusal(airlock.collectFile(dockerExec("box"), sessionId, path))).toEqual(
+        execCase("sandbox_file_unreadable", { path }),
+      );
     }
     expect(await sessionFileCount()).toBe(before);
   });
@@ -213,10 +199,9 @@ describe("exec transport refusals", () => {
     const dir = await freshDir("no-dir-");
     const target = join(dir, "missing", "x.txt");
     const fileId = await seeded(Buffer.from("x\n"), "x.txt");
-    expect(await refusal(airlock.pushFile(dockerExec("box"), fileId, target))).toEqual({
-      code: "sandbox_cannot_write",
-      message: `push to ${target} in docker exec box: no such directory: ${join(dir, "missing")}`,
-    });
+    expect(await refusal(airlock.pushFile(dockerExec("box"), fileId, target))).toEqual(
+      execCase("sandbox_cannot_write", { target, dir: join(dir, "missing") }),
+    );
     expect(await readdir(dir)).toEqual([]);
   });
 
@@ -226,10 +211,9 @@ describe("exec transport refusals", () => {
     await writeFile(target, "mine\n");
     const fileId = await seeded(Buffer.from("theirs\n"), "config.json");
     for (const exec of [dockerExec("box"), { ...dockerExec("box"), stdin: false }]) {
-      expect(await refusal(airlock.pushFile(exec, fileId, target))).toEqual({
-        code: "target_exists",
-        message: `push to ${target} in docker exec box: ${target} exists (not replaced)`,
-      });
+      expect(await refusal(airlock.pushFile(exec, fileId, target))).toEqual(
+        execCase("target_exists", { target }),
+      );
     }
     expect(await readFile(target, "utf8")).toBe("mine\n");
     expect(await readdir(dir)).toEqual(["config.json"]);
@@ -241,10 +225,13 @@ describe("exec transport refusals", () => {
     const fileId = await seeded(RANDOM, "random.bin");
     await standIns.configure({ flip: { stream: "stdin", at: FLIP_AT } });
     try {
-      expect(await refusal(airlock.pushFile(dockerExec("box"), fileId, target))).toEqual({
-        code: "transfer_mismatch",
-        message: `push to ${target} in docker exec box: SHA-256 mismatch: received ${sha256(flipped(RANDOM, FLIP_AT))}, expected ${sha256(RANDOM)}; nothing was kept`,
-      });
+      expect(await refusal(airlock.pushFile(dockerExec("box"), fileId, target))).toEqual(
+        execCase("transfer_mismatch_push", {
+          target,
+          got: sha256(flipped(RANDOM, FLIP_AT)),
+          want: sha256(RANDOM),
+        }),
+      );
     } finally {
       await standIns.configure({});
     }
@@ -259,18 +246,25 @@ describe("exec transport refusals", () => {
     const exec = dockerExec("box");
     await standIns.configure({ flip: { stream: "stdin", at: FLIP_AT } });
     try {
-      expect(await refusal(pushLocalFile(exec, local, target, { compress: "never" }))).toEqual({
-        code: "transfer_mismatch",
-        message: `push to ${target} in docker exec box: SHA-256 mismatch: received ${sha256(flipped(RANDOM, FLIP_AT))}, expected ${sha256(RANDOM)}; nothing was kept`,
-      });
+      expect(await refusal(pushLocalFile(exec, local, target, { compress: "never" }))).toEqual(
+        execCase("transfer_mismatch_push", {
+          target,
+          got: sha256(flipped(RANDOM, FLIP_AT)),
+          want: sha256(RANDOM),
+        }),
+      );
       expect(await readdir(dir)).toEqual(["local.bin"]);
       await standIns.configure({ flip: { stream: "stdout", at: FLIP_AT } });
       const back = join(dir, "back.bin");
       // No header on stdout here: the bytes start at offset 0.
-      expect(await refusal(collectToLocalFile(exec, local, back, { compress: "never" }))).toEqual({
-        code: "transfer_mismatch",
-        message: `collect of ${local} from docker exec box: received ${RANDOM.byteLength} bytes with SHA-256 ${sha256(flipped(RANDOM, FLIP_AT))}, but the sandbox read ${RANDOM.byteLength} bytes with SHA-256 ${sha256(RANDOM)}; nothing was kept`,
-      });
+      expect(await refusal(collectToLocalFile(exec, local, back, { compress: "never" }))).toEqual(
+        execCase("transfer_mismatch_collect", {
+          path: local,
+          size: RANDOM.byteLength,
+          got: sha256(flipped(RANDOM, FLIP_AT)),
+          want: sha256(RANDOM),
+        }),
+      );
       expect(await readdir(dir)).toEqual(["local.bin"]);
     } finally {
       await standIns.configure({});
@@ -291,10 +285,9 @@ describe("exec transport refusals", () => {
       const dir = await freshDir("full-disk-");
       const target = join(dir, "random.bin");
       const fileId = await seeded(RANDOM, "random.bin");
-      expect(await refusal(airlock.pushFile(dockerExec("full-disk"), fileId, target))).toEqual({
-        code: "transfer_mismatch",
-        message: `push to ${target} in docker exec full-disk: wrote 0 of ${RANDOM.byteLength} bytes; nothing was kept`,
-      });
+      expect(await refusal(airlock.pushFile(dockerExec("full-disk"), fileId, target))).toEqual(
+        execCase("transfer_mismatch_full_disk", { target, size: RANDOM.byteLength }),
+      );
       expect(await readdir(dir)).toEqual([]);
     } finally {
       await standIns.configure({});
@@ -310,10 +303,14 @@ describe("exec transport refusals", () => {
     const before = await sessionFileCount();
     await standIns.configure({ flip: { stream: "stdout", at: FLIP_AT } });
     try {
-      expect(await refusal(airlock.collectFile(dockerExec("box"), sessionId, path))).toEqual({
-        code: "transfer_mismatch",
-        message: `collect of ${path} from docker exec box: received ${RANDOM.byteLength} bytes with SHA-256 ${got}, but the sandbox read ${RANDOM.byteLength} bytes with SHA-256 ${sha256(RANDOM)}; nothing was kept`,
-      });
+      expect(await refusal(airlock.collectFile(dockerExec("box"), sessionId, path))).toEqual(
+        execCase("transfer_mismatch_collect", {
+          path,
+          size: RANDOM.byteLength,
+          got,
+          want: sha256(RANDOM),
+        }),
+      );
     } finally {
       await standIns.configure({});
     }

@@ -6,6 +6,7 @@ import type { CreatedRequest } from "../../src/services/upload-requests";
 import type { FileRecord, InboxRecord } from "../../src/wire-types";
 import { startFakePlatforms, type FakePlatforms } from "../fixtures/platforms/start-fake-platforms";
 import { startRelay, type RunningRelay } from "../support/relay";
+import { waitForEvents } from "../support/relay-log";
 import { postTelegramUpdate, telegramUpdate } from "../support/telegram-update";
 import { nowSeconds, slackSignature } from "../support/webhook-signing";
 
@@ -209,7 +210,13 @@ describe("chat platforms: scopes, captions and attachment hosts", () => {
       (await slack({ type: "message", channel, ts: "1700000000.000200", files: [ref] })).status,
     ).toBe(200);
     const items = await inboxOf(session.token, 1);
-    await new Promise((resolve) => setTimeout(resolve, 1000));
+    // Each hostile URL's fetch ran and was refused.
+    await waitForEvents(
+      relay,
+      "attachment_fetch_failed",
+      { chat: `slack:${channel}` },
+      urls.length,
+    );
     expect(trapped).toEqual([]);
     expect(items.map((i) => [i.name, i.sha256])).toEqual([["genuine.bin", sha256(genuine)]]);
     expect(await inboxOf(session.token, 0)).toHaveLength(1);
@@ -237,7 +244,7 @@ describe("chat platforms: scopes, captions and attachment hosts", () => {
       destinations: [`telegram:${chat}`],
     });
     expect((await post()).status).toBe(200);
-    await new Promise((resolve) => setTimeout(resolve, 1500));
+    await waitForEvents(relay, "attachment_duplicate", { chat: `telegram:${chat}` });
     expect(await inboxOf(newer.token, 0)).toEqual([]);
     expect(await inboxOf(elsewhere.token, 0)).toEqual([]);
     expect(await inboxOf(bound.token, 0)).toHaveLength(1);

@@ -244,7 +244,7 @@ describe("inbound attachments, seeds and webhook bodies", () => {
 
   /**
    * Posts `prefix` padded with spaces to `total` bytes (chunked when no `content-length` is
-   * given) and resolves with the answer and how long it took. `wrangler dev`'s proxy holds an
+   * given) and resolves with the answer. `wrangler dev`'s proxy holds an
    * answer until the request body has arrived, so the body is sent whole (the Workers-runtime
    * tests show the relay answering while the body is still unsent); and after a body the Worker
    * left unread, the proxy may answer the next POST with its own 503 ("Your worker restarted
@@ -255,7 +255,7 @@ describe("inbound attachments, seeds and webhook bodies", () => {
     headers: Record<string, string>,
     total: number,
     prefix = "",
-  ): Promise<{ status: number; ms: number; body: string }> {
+  ): Promise<{ status: number; body: string }> {
     for (let attempt = 1; ; attempt++) {
       // `wrangler dev`'s proxy may also reset the connection of a body the Worker refused
       // before reading it all (seen on a loaded machine): that is asked again too.
@@ -274,16 +274,13 @@ describe("inbound attachments, seeds and webhook bodies", () => {
     headers: Record<string, string>,
     total: number,
     prefix: string,
-  ): Promise<{ status: number; ms: number; body: string }> {
-    const started = Date.now();
+  ): Promise<{ status: number; body: string }> {
     return new Promise((resolve, reject) => {
       const request = http.request(`${relay.url}${path}`, { method: "POST", headers });
       request.on("response", (response) => {
         let body = "";
         response.on("data", (chunk: Buffer) => (body += chunk.toString()));
-        response.on("end", () =>
-          resolve({ status: response.statusCode ?? 0, ms: Date.now() - started, body }),
-        );
+        response.on("end", () => resolve({ status: response.statusCode ?? 0, body }));
       });
       request.on("error", reject);
       const chunk = Buffer.alloc(MiB, 0x20);
@@ -354,7 +351,9 @@ describe("inbound attachments, seeds and webhook bodies", () => {
     expect(fakes.slack.requests("private").filter((r) => r.path.includes(slackRef.id))).toEqual([]);
   });
 
-  it("answers a 50 MB webhook body with 413 quickly, by its Content-Length", async () => {
+  // That the relay answers by the Content-Length, before reading the body, is shown by the
+  // Workers-runtime webhook tests: `wrangler dev`'s proxy holds the answer until the body is in.
+  it("answers a 50 MB webhook body with 413 by its Content-Length", async () => {
     const timestamp = nowSeconds();
     const answer = await post(
       "/webhooks/slack",
@@ -368,7 +367,6 @@ describe("inbound attachments, seeds and webhook bodies", () => {
     );
     expect(answer.status).toBe(413);
     expect(JSON.parse(answer.body)).toMatchObject({ error: { code: "payload_too_large" } });
-    expect(answer.ms).toBeLessThan(20_000);
   });
 
   it("answers a chunked webhook body past 1 MiB with 413", async () => {

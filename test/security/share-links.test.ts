@@ -5,7 +5,8 @@ import { join } from "node:path";
 import { createGzip } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { prepareShim, relayEnv, runShim } from "../shim/run-shim";
-import { startRelay, type RunningRelay } from "../support/relay";
+import { type RunningRelay } from "../support/relay";
+import { sharedRelay } from "../support/shared-relay";
 
 /**
  * Share links with `maxDownloads`, attacked by whoever holds one (an unauthenticated curl or
@@ -61,7 +62,7 @@ describe("share links with maxDownloads, attacked by the link's holder", () => {
 
   beforeAll(async () => {
     prepareShim();
-    relay = await startRelay();
+    relay = sharedRelay();
     token = (await relay.mintSession()).token;
     dir = await mkdtemp(join(tmpdir(), "airlock-security-share-"));
   });
@@ -236,13 +237,17 @@ describe("share links with maxDownloads, attacked by the link's holder", () => {
   });
 });
 
+/** What the page of an archive says when its listing stopped at its bounds (or is not made yet). */
+const LISTING_BOUNDED =
+  /Listing stopped after reading|list of files in this archive (is not available|will show)/;
+
 describe("the share page of a gzip bomb", () => {
   let relay: RunningRelay;
   let dir: string;
 
   beforeAll(async () => {
     prepareShim();
-    relay = await startRelay();
+    relay = sharedRelay();
     dir = await mkdtemp(join(tmpdir(), "airlock-security-bomb-"));
   });
   afterAll(async () => {
@@ -250,7 +255,7 @@ describe("the share page of a gzip bomb", () => {
     if (dir) await rm(dir, { recursive: true, force: true });
   });
 
-  it("costs no inflating per view: 8 views at once leave /healthz responsive", async () => {
+  it("answers 8 views at once with the bounded listing while /healthz keeps answering", async () => {
     const bomb = await gzipBomb();
     expect(bomb.byteLength).toBeLessThan(2 * 1024 * 1024);
     const path = join(dir, "bomb.tar.gz");
@@ -261,27 +266,21 @@ describe("the share page of a gzip bomb", () => {
     const { url } = JSON.parse(result.stdout) as { url: string };
 
     const view = async () => {
-      const started = performance.now();
       const response = await fetch(url, { headers: { accept: BROWSER } });
-      const html = await response.text();
-      return { status: response.status, html, ms: performance.now() - started };
+      return { status: response.status, html: await response.text() };
     };
     const single = await view();
     expect(single.status).toBe(200);
     // The listing, if the verification consumer stored one, stopped at its bounds.
-    expect(single.html).toMatch(
-      /Listing stopped after reading|list of files in this archive (is not available|will show)/,
-    );
+    expect(single.html).toMatch(LISTING_BOUNDED);
 
     const healthz: number[] = [];
     let viewing = true;
     const probe = (async () => {
       while (viewing) {
-        const started = performance.now();
         const response = await fetch(`${relay.url}/healthz`);
         await response.arrayBuffer();
-        expect(response.status).toBe(200);
-        healthz.push(performance.now() - started);
+        healthz.push(response.status);
         await new Promise((resolve) => setTimeout(resolve, 20));
       }
     })();
@@ -289,14 +288,9 @@ describe("the share page of a gzip bomb", () => {
     viewing = false;
     await probe;
     expect(views.every((v) => v.status === 200)).toBe(true);
-    const slowestView = Math.max(...views.map((v) => v.ms));
-    const slowestHealthz = Math.max(...healthz);
-    console.log(
-      `gzip-bomb page: one view ${single.ms.toFixed(0)} ms; 8 at once: slowest ${slowestView.toFixed(0)} ms; ` +
-        `/healthz during them: ${healthz.length} probes, slowest ${slowestHealthz.toFixed(0)} ms`,
-    );
-    // Loose bounds for a busy 2-core machine; inflating 1 GiB per view took seconds each.
-    expect(slowestHealthz).toBeLessThan(5000);
-    expect(slowestView).toBeLessThan(10_000);
+    // /healthz kept answering while they ran; how fast is measured by `npm run bench:gzip`.
+    expect(healthz.length).toBeGreaterThan(0);
+    expect(healthz.every((status) => status === 200)).toBe(true);
+    for (const v of views) expect(v.html).toMatch(LISTING_BOUNDED);
   });
 });

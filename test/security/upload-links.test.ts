@@ -1,6 +1,7 @@
 import { createHash, randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startRelay, type RunningRelay } from "../support/relay";
+import { type RunningRelay } from "../support/relay";
+import { sharedRelay } from "../support/shared-relay";
 import { putToLink, startLinkUpload } from "../support/upload-link";
 import type { CreatedRequest } from "../../src/services/upload-requests";
 
@@ -15,7 +16,7 @@ describe("upload links under attack", () => {
   let relay: RunningRelay;
 
   beforeAll(async () => {
-    relay = await startRelay();
+    relay = sharedRelay();
   });
   afterAll(async () => {
     await relay?.stop();

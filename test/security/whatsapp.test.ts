@@ -1,3 +1,4 @@
+import { waitForEvents } from "../support/relay-log";
 import { createHash, randomBytes } from "node:crypto";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
@@ -148,7 +149,8 @@ describe("WhatsApp webhooks and media", () => {
     const items = await inboxOf(relay, session.token, 1);
     expect(items).toMatchObject([{ name: "notes.txt", source: `whatsapp:${waId}` }]);
     expect(items[0]?.sha256).toBe(sha256(bytes));
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    // The second delivery of the message was recognised as the first one's.
+    await waitForEvents(relay, "attachment_duplicate", { chat: `whatsapp:${waId}` });
     expect(await inboxOf(relay, session.token, 0)).toHaveLength(1);
   });
 
@@ -163,9 +165,8 @@ describe("WhatsApp webhooks and media", () => {
     });
     expect(response.status).toBe(200);
     // The media URL points at the fake's own host, which this relay does not allow.
-    for (let i = 0; i < 20 && fakes.whatsapp.requests("media.get").length === 0; i++)
-      await new Promise((resolve) => setTimeout(resolve, 250));
-    await new Promise((resolve) => setTimeout(resolve, 1000));
+    // The fetch ran and failed, for good: the host is not on the list.
+    await waitForEvents(strictRelay, "attachment_fetch_failed", { chat: `whatsapp:${waId}` });
     expect(fakes.whatsapp.requests("download")).toEqual([]);
     expect(trapped).toEqual([]);
     expect(await inboxOf(strictRelay, session.token, 0)).toEqual([]);

@@ -29,6 +29,7 @@ interface McpTool {
   title: string;
   description: string;
   inputSchema: JsonSchema;
+  outputSchema: { type: string };
   annotations: Record<string, boolean>;
 }
 
@@ -64,13 +65,19 @@ describe.each(RUNTIMES)("airlock tool-schema under $name", ({ node }) => {
         path: expect.objectContaining({ type: "string" }),
         caption: expect.objectContaining({ type: "string" }),
         to: expect.objectContaining({ type: "array", items: { type: "string", pattern: PATTERN } }),
+        expires: expect.objectContaining({ type: "string" }),
+        max_downloads: expect.objectContaining({ type: "integer", minimum: 1 }),
       },
       required: ["path"],
       additionalProperties: false,
     });
   };
   const receiveFilesSchema = (schema: JsonSchema) => {
-    expect(schema).toEqual({ type: "object", properties: {}, additionalProperties: false });
+    expect(schema).toEqual({
+      type: "object",
+      properties: { wait_seconds: expect.objectContaining({ type: "integer", minimum: 0 }) },
+      additionalProperties: false,
+    });
   };
 
   it("prints OpenAI function tools by default, exactly as --format openai does", async () => {
@@ -120,16 +127,25 @@ describe.each(RUNTIMES)("airlock tool-schema under $name", ({ node }) => {
     expect(result.stderr).toBe("");
     const listed = JSON.parse(result.stdout) as { tools: McpTool[] };
     expect(Object.keys(listed)).toEqual(["tools"]);
-    expect(listed.tools.map((t) => t.name)).toEqual(["send_file", "receive_files"]);
+    expect(listed.tools.map((t) => t.name)).toEqual([
+      "send_file",
+      "receive_files",
+      "request_file",
+      "share_link",
+      "list_files",
+      "remove_file",
+    ]);
     for (const tool of listed.tools) {
       expect(Object.keys(tool).sort()).toEqual([
         "annotations",
         "description",
         "inputSchema",
         "name",
+        "outputSchema",
         "title",
       ]);
       expect(tool.inputSchema.type).toBe("object");
+      expect(tool.outputSchema.type).toBe("object");
     }
     const [sendFile, receiveFiles] = listed.tools;
     sendFileSchema(sendFile!.inputSchema);
@@ -141,9 +157,9 @@ describe.each(RUNTIMES)("airlock tool-schema under $name", ({ node }) => {
       openWorldHint: true,
     });
 
-    // The same tools, word for word, as the OpenAI format.
+    // The two a host runs itself, word for word, as the OpenAI format.
     const openai = JSON.parse((await run(["tool-schema"])).stdout) as OpenAiTool[];
-    expect(listed.tools.map((t) => [t.name, t.description, t.inputSchema])).toEqual(
+    expect(listed.tools.slice(0, 2).map((t) => [t.name, t.description, t.inputSchema])).toEqual(
       openai.map((t) => [t.function.name, t.function.description, t.function.parameters]),
     );
   });

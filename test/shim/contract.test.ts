@@ -4,9 +4,9 @@
 // refusal checked: one stderr line, a non-zero exit, nothing done.
 import { createHash, randomBytes } from "node:crypto";
 import { existsSync } from "node:fs";
-import { mkdir, mkdtemp, readFile, readdir, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readFile, readdir, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { humanSize } from "../../agent-shim/src/cli/human-size";
 import { cleanFileName } from "../../src/names";
 import { relaySuite } from "../support/relay-suite";
@@ -52,17 +52,29 @@ beforeAll(async () => {
   drivers = await shimDrivers(suite.dir);
 }, 60_000);
 
-/** The line each shim printed for a case, to hold the Python shim to the Node shim's words. */
-const lines = new Map<string, Map<string, string>>();
-function sameAsNode(driver: ShimDriver, key: string, line: string): void {
-  const byShim = lines.get(key) ?? new Map<string, string>();
-  lines.set(key, byShim);
+/**
+ * What each shim printed for a case that all must word alike (its one line, the key order of
+ * `send --json`), compared once every shim has run (`afterAll`), so the check does not depend
+ * on which shim's cases ran first.
+ */
+const printed = new Map<string, Map<string, string>>();
+/** Cases the POSIX shim words alike too (the others are the Python shim's alone). */
+const posixToo = new Set<string>();
+function sameAsNode(driver: ShimDriver, key: string, line: string, withPosix = false): void {
+  const byShim = printed.get(key) ?? new Map<string, string>();
+  printed.set(key, byShim);
   byShim.set(driver.name, line);
-  if (driver.name === "python" && byShim.has("node")) expect(line).toBe(byShim.get("node"));
+  if (withPosix) posixToo.add(key);
 }
 
-/** The key order of the Node shim's `send --json`, which the other shims follow. */
-let nodeSendKeys: string[] | undefined;
+afterAll(() => {
+  for (const [key, byShim] of printed) {
+    const node = byShim.get("node");
+    for (const [shim, line] of byShim)
+      if (node !== undefined && (shim !== "posix" || posixToo.has(key)))
+        expect(line, `${shim}: ${key}`).toBe(node);
+  }
+});
 
 /** An unsupported feature's refusal: exit 2, nothing on stdout, one line naming what. */
 function expectRefusal(result: ShimResult, what: RegExp): void {
@@ -247,8 +259,7 @@ describe.each(["node", "python", "posix"] as const)("the %s shim against the rel
     const dir = join(work, "json-inbox");
     const sent = await sendJson("fields.bin");
     expect(Object.keys(sent).sort()).toEqual([...SEND_JSON_FIELDS].sort());
-    if (name === "node") nodeSendKeys = Object.keys(sent);
-    else if (nodeSendKeys) expect(Object.keys(sent)).toEqual(nodeSendKeys);
+    sameAsNode(driver, "send --json key order", Object.keys(sent).join(","), true);
     expect(sent).toMatchObject({ name: "fields.bin", size: 5000, sha256: sha256(bytes) });
     expect(sent.status).toBe("verified");
     expect(sent.deliveries).toEqual([]);
@@ -399,6 +410,65 @@ describe.each(["node", "python", "posix"] as const)("the %s shim against the rel
     expect(await listTree(join(out, "proj"))).toEqual(await listTree(tree));
   });
 
+  it("sends a file whose name curl would read as a pattern byte-exact (notes {draft}.bin, > 1 MiB)", async () => {
+    const bytes = randomBytes(MiB + 100_000);
+    await writeFile(join(work, "notes {draft}.bin"), bytes);
+    // What curl's globbing would send instead: `notes {draft}.bin` names `notes draft.bin`.
+    await writeFile(join(work, "notes draft.bin"), randomBytes(MiB + 100_000));
+    const sent = await sendJson("notes {draft}.bin");
+    expect(sent).toMatchObject({ name: "notes {draft}.bin", sha256: sha256(bytes) });
+    expect(sha256(await download(sent.url as string))).toBe(sha256(bytes));
+  });
+
+  it("refuses a get --extract of an archive over --max-entries, writing nothing", async () => {
+    const many = rawTarGz(
+      [0, 1, 2, 3, 4, 5].map((i) => ({ name: `many/${i}.txt`, body: `${i}\n` })),
+    );
+    await writeFile(join(work, "many.tar.gz"), many);
+    const out = join(work, "many-out");
+    await mkdir(out);
+    if (!supports("extract")) {
+      const args = ["get", "f_x", "--extract", "--max-entries", "5", "-o", out];
+      expectRefusal(await airlock(args), /get is not supported/);
+      return;
+    }
+    const sent = await sendJson("many.tar.gz");
+    const get = (max: string) =>
+      airlock(["get", sent.fileId as string, "--extract", "--max-entries", max, "-o", out]);
+    const refused = await get("5");
+    expect(refused.stdout).toBe("");
+    expect(refused.code).toBe(1);
+    const line = failureLine(refused);
+    expect(line).toBe(
+      'airlock: refusing to extract many.tar.gz: "many/5.txt" takes the archive over 5 entries ' +
+        "(raise it with --max-entries); nothing was extracted",
+    );
+    sameAsNode(driver, "too many entries", line);
+    expect(await readdir(out)).toEqual([]);
+    const taken = await get("6");
+    expect(taken.code, taken.stderr).toBe(0);
+    expect(Object.keys(await listTree(join(out, "many"))).sort()).toHaveLength(6);
+  });
+
+  it("extracts modes within the user's umask (0777 in the archive)", async () => {
+    if (!supports("extract")) return;
+    const open = rawTarGz([
+      { name: "open/", type: "5", mode: 0o777 },
+      { name: "open/run.sh", body: "#!/bin/sh\n", mode: 0o777 },
+    ]);
+    await writeFile(join(work, "open.tar.gz"), open);
+    const sent = await sendJson("open.tar.gz");
+    const out = join(work, "open-out");
+    const got = await airlock(["get", sent.fileId as string, "--extract", "-o", out]);
+    expect(got.code, got.stderr).toBe(0);
+    // The shims inherit this process's umask.
+    const mode = (0o777 & ~process.umask()).toString(8);
+    expect(await listTree(join(out, "open"), false)).toEqual({
+      "run.sh": expect.stringMatching(new RegExp(`^file ${mode} `)),
+    });
+    expect(((await stat(join(out, "open"))).mode & 0o777).toString(8)).toBe(mode);
+  });
+
   it("refuses a get --extract of an archive with an entry escaping its directory", async () => {
     const evil = rawTarGz([
       { name: "proj/ok.txt", body: "ok\n" },
@@ -436,8 +506,11 @@ describe.each(["node", "python", "posix"] as const)(
     let relay: FakeRelay;
     let work: string;
     let home: string;
-    /** 64 MiB + 3 MiB of random bytes: 9 parts of 8 MiB, the last one short. */
-    const SIZE = 67 * MiB + 1234;
+    /**
+     * Above the threshold the shims are given (AIRLOCK_MULTIPART_THRESHOLD, 24 MiB; 64 MiB by
+     * default): 6 parts of 8 MiB, the last one short.
+     */
+    const SIZE = 40 * MiB + 1234;
 
     beforeAll(async () => {
       driver = drivers.find((d) => d.name === name)!;
@@ -454,7 +527,11 @@ describe.each(["node", "python", "posix"] as const)(
 
     const airlock = (args: string[]) =>
       runDriver(driver, args, {
-        env: { ...relayEnv(relay.url, TOKEN, 2), AIRLOCK_UPLOAD_CONCURRENCY: "3" },
+        env: {
+          ...relayEnv(relay.url, TOKEN, 2),
+          AIRLOCK_UPLOAD_CONCURRENCY: "3",
+          AIRLOCK_MULTIPART_THRESHOLD: String(24 * MiB),
+        },
         cwd: work,
         home,
         timeoutMs: 300_000,
@@ -476,7 +553,7 @@ describe.each(["node", "python", "posix"] as const)(
       const failed = await airlock(["send", "--json", "big.bin"]);
       expect(failed.stdout).toBe("");
       expect(failed.code).toBe(1);
-      expect(failureLine(failed)).toMatch(/part 5 of 9/);
+      expect(failureLine(failed)).toMatch(/part 5 of 6/);
       expect(relay.files.size).toBe(0);
       const held = relay.parts.maxInFlight;
       expect(held).toBeGreaterThan(1);

@@ -5,7 +5,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { SendResult } from "../../agent-shim/src/upload/send-result";
-import { startRelay, type RunningRelay } from "../support/relay";
+import { type RunningRelay } from "../support/relay";
+import { sharedRelay } from "../support/shared-relay";
 import { RUNTIMES, failureLine, prepareShim, runShim, type RunOptions, relayEnv } from "./run-shim";
 import { LONG_NAME, UTF8_NAME, buildTree, listTree, rawTarGz, systemTar } from "./tar-trees";
 
@@ -17,7 +18,7 @@ let base: string;
 
 beforeAll(async () => {
   prepareShim();
-  relay = await startRelay();
+  relay = sharedRelay();
   const session = await relay.mintSession();
   env = relayEnv(relay.url, session.token);
   base = await mkdtemp(join(tmpdir(), "airlock-shim-dirs-"));

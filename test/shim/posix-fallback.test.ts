@@ -6,7 +6,8 @@ import { mkdir, mkdtemp, readFile, readdir, rm, writeFile } from "node:fs/promis
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { freePort, startRelay, type RunningRelay } from "../support/relay";
+import { freePort, type RunningRelay } from "../support/relay";
+import { sharedRelay } from "../support/shared-relay";
 import { busyboxOnlyPath, required } from "./shims";
 
 const sha256 = (bytes: Uint8Array) => createHash("sha256").update(bytes).digest("hex");
@@ -44,7 +45,7 @@ beforeAll(async () => {
     { name: SHELLS[2], argv: [busybox, "sh"], path: bin },
   );
 
-  relay = await startRelay();
+  relay = sharedRelay();
   const response = await fetch(`${relay.url}/shim/airlock.sh`);
   expect(response.status).toBe(200);
   expect(response.headers.get("content-type")).toMatch(/^text\/x-shellscript/);

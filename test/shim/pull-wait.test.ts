@@ -15,7 +15,7 @@ import { processEnv, runDriver, shimDrivers, type ShimDriver } from "./shims";
 
 const sha256 = (bytes: Uint8Array) => createHash("sha256").update(bytes).digest("hex");
 const USAGE =
-  "airlock pull [--dir <dir>] [--wait] [--timeout <duration>] [--extract] [--max-bytes <n>] [--readonly] [--json]";
+  "airlock pull [--dir <dir>] [--wait] [--timeout <duration>] [--extract] [--max-bytes <n>] [--max-entries <n>] [--readonly] [--json]";
 
 const suite = relaySuite({}, "airlock-pull-wait-");
 let proxy: FlakyProxy;

@@ -392,7 +392,7 @@ describe.each(RUNTIMES)("airlock pull under $name", ({ node }) => {
     });
     expect(result.code).toBe(2);
     expect(failureLine(result)).toBe(
-      "airlock: pull takes no arguments; usage: airlock pull [--dir <dir>] [--wait] [--timeout <duration>] [--extract] [--max-bytes <n>] [--readonly] [--json]",
+      "airlock: pull takes no arguments; usage: airlock pull [--dir <dir>] [--wait] [--timeout <duration>] [--extract] [--max-bytes <n>] [--max-entries <n>] [--readonly] [--json]",
     );
     expect(relay.calls).toEqual([]);
   });

@@ -6,7 +6,6 @@ import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { USAGE } from "../../agent-shim/src/cli/help";
 import type { SendResult } from "../../agent-shim/src/upload/send-result";
-import { MULTIPART_THRESHOLD_BYTES } from "../../src/part-plan";
 import { relaySuite } from "../support/relay-suite";
 import { failureLine, relayEnv, type ShimResult } from "./run-shim";
 import { sentLine } from "./sent-line";
@@ -28,6 +27,9 @@ beforeAll(async () => {
 });
 
 /** A fresh session (its own dedup scope and inbox) and a work directory that is also HOME. */
+/** The multipart threshold the shims are given here, for a case in parts of a few tens of MiB. */
+const THRESHOLD = 24 * 1024 * 1024;
+
 async function session() {
   const { token } = await suite.relay.mintSession();
   const cwd = await mkdtemp(join(suite.dir, "work-"));
@@ -131,8 +133,10 @@ describe("the Python shim's send -", () => {
     "sends random bytes over the multipart threshold byte-exact",
     { timeout: 300_000 },
     async () => {
+      // The threshold the shim is given (24 MiB; 64 MiB by default) keeps the bytes few.
       const at = await session();
-      const bytes = randomBytes(MULTIPART_THRESHOLD_BYTES + 12_345);
+      at.env = { ...at.env, AIRLOCK_MULTIPART_THRESHOLD: String(THRESHOLD) };
+      const bytes = randomBytes(THRESHOLD + 12_345);
       const result = await run(
         python,
         ["send", "-", "--name", "dump.bin", "--json", "--wait"],

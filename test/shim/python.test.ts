@@ -9,7 +9,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { startRelay, type RunningRelay } from "../support/relay";
+import { type RunningRelay } from "../support/relay";
+import { sharedRelay } from "../support/shared-relay";
 import { TOKEN, startFakeRelay, type FakeRelay } from "./fake-relay";
 import { failureLine, prepareShim, relayEnv } from "./run-shim";
 import {
@@ -45,7 +46,7 @@ describe("the Python shim in an image with only Python", () => {
   let relay: RunningRelay;
 
   beforeAll(async () => {
-    relay = await startRelay();
+    relay = sharedRelay();
   }, 120_000);
   afterAll(async () => {
     await relay?.stop();
@@ -410,7 +411,7 @@ describe("the Python shim's extraction, word for word the Node shim's", () => {
     // Its global usage line leaves out tool-schema, which only the Node shim has.
     const env = relayEnv(relay.url, TOKEN);
     const usage =
-      "usage: airlock <send|get|pull|request|link|rm|ls> ... | airlock <command> --help | airlock --help | airlock --version";
+      "usage: airlock <send|get|pull|request|link|rm|ls|mcp> ... | airlock <command> --help | airlock --help | airlock --version";
     for (const [args, line] of [
       [["frobnicate"], `airlock: unknown command frobnicate; ${usage}`],
       [[], `airlock: no command given; ${usage}`],

@@ -194,7 +194,8 @@ describe("Ctrl-C during a large send", () => {
     { timeout: 300_000 },
     async () => {
       const { token, cwd } = await session();
-      const size = 10 * MIN_PART_BYTES; // random: sent as it is, in ten parts
+      // Random, so sent as it is, in five parts: above the threshold the shim is given (24 MiB).
+      const size = 5 * MIN_PART_BYTES;
       const cipher = createCipheriv("aes-128-ctr", randomBytes(16), Buffer.alloc(16));
       const bytes = cipher.update(Buffer.alloc(size));
       await writeFile(join(cwd, "big.bin"), bytes);
@@ -204,6 +205,7 @@ describe("Ctrl-C during a large send", () => {
         const env = {
           ...relayEnv(proxy.url, token, 8),
           AIRLOCK_RETRY_BASE_MS: "250",
+          AIRLOCK_MULTIPART_THRESHOLD: String(3 * MIN_PART_BYTES),
           XDG_CACHE_HOME: join(cwd, ".cache"),
         };
         const child = spawn(process.execPath, [SHIM, "send", "big.bin", "--json"], {
@@ -225,7 +227,7 @@ describe("Ctrl-C during a large send", () => {
         expect(interrupted.stdout).toBe("");
         expect(failureLine(interrupted)).toBe(
           "airlock: interrupted: run the same command again to resume the upload of big.bin " +
-            "(8.4 MB of 84 MB stored)",
+            "(8.4 MB of 42 MB stored)",
         );
         proxy.release();
 

@@ -7,6 +7,7 @@ import { describe, expect, it } from "vitest";
 import type { SendResult } from "../../agent-shim/src/upload/send-result";
 import { MULTIPART_THRESHOLD_BYTES } from "../../src/part-plan";
 import { randomBytes as noMediaBytes } from "../support/bytes";
+import { itLarge } from "../support/large";
 import { relaySuite } from "../support/relay-suite";
 import { SHIM, collectRun, failureLine, relayEnv, runShim, type ShimResult } from "./run-shim";
 import { sentLine } from "./sent-line";
@@ -107,8 +108,8 @@ describe("airlock send - (standard input)", () => {
     await expectGot(sent, env, sha256(bytes));
   });
 
-  it(
-    "streams stdin over the multipart threshold in parts with flat memory, byte-exact",
+  itLarge(
+    "streams 128 MiB of stdin in parts with flat memory, byte-exact (large)",
     { timeout: 300_000 },
     async () => {
       const { env, cwd } = await session();

@@ -5,6 +5,7 @@ import { afterAll, beforeAll } from "vitest";
 import { prepareShim } from "../shim/run-shim";
 import { apiCall, type ApiAnswer } from "./api-call";
 import { startRelay, type RelayOptions, type RunningRelay } from "./relay";
+import { sharedRelay } from "./shared-relay";
 
 /** What a suite gets from `relaySuite`: valid once its `beforeAll` has run. */
 export interface RelaySuite {
@@ -16,8 +17,9 @@ export interface RelaySuite {
 }
 
 /**
- * Registers the suite's `beforeAll` / `afterAll`: the built shim checked, the relay started
- * under `wrangler dev`, a temp directory made; both removed afterwards.
+ * Registers the suite's `beforeAll` / `afterAll`: the built shim checked, the relay (the run's
+ * shared one when the suite asks for no settings, else its own under `wrangler dev`), a temp
+ * directory made; its own relay and the directory removed afterwards.
  */
 export function relaySuite(options: RelayOptions, dirPrefix: string): RelaySuite {
   const suite = {
@@ -26,7 +28,7 @@ export function relaySuite(options: RelayOptions, dirPrefix: string): RelaySuite
   } as RelaySuite;
   beforeAll(async () => {
     prepareShim();
-    suite.relay = await startRelay(options);
+    suite.relay = isDefault(options) ? sharedRelay() : await startRelay(options);
     suite.dir = await mkdtemp(join(tmpdir(), dirPrefix));
   });
   afterAll(async () => {
@@ -34,4 +36,8 @@ export function relaySuite(options: RelayOptions, dirPrefix: string): RelaySuite
     if (suite.dir) await rm(suite.dir, { recursive: true, force: true });
   });
   return suite;
+}
+
+function isDefault(options: RelayOptions): boolean {
+  return options.storage === undefined && options.vars === undefined && options.root === undefined;
 }

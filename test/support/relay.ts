@@ -1,9 +1,9 @@
-import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { mkdtemp, rm } from "node:fs/promises";
+import { spawn, type ChildProcess } from "node:child_process";
+import { rm } from "node:fs/promises";
 import { createServer } from "node:net";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { freshRelayState, relayLogFile } from "./relay-state";
 
 const checkout = fileURLToPath(new URL("../..", import.meta.url));
 
@@ -17,6 +17,8 @@ export interface RunningRelay {
   adminToken: string;
   /** The last 64 KiB of what wrangler and the Worker logged (to explain a failure). */
   output(): string;
+  /** The file holding everything wrangler and the Worker logged. */
+  logPath: string;
   mintSession(body?: object): Promise<{ sessionId: string; token: string; expiresAt: string }>;
   /**
    * Kills the relay with SIGKILL at once (no clean shutdown: as a crash would) and starts it
@@ -55,20 +57,14 @@ export function freePort(): Promise<number> {
 export async function startRelay(options: RelayOptions = {}): Promise<RunningRelay> {
   const root = options.root ?? checkout;
   const wranglerBin = join(root, "node_modules/wrangler/bin/wrangler.js");
-  const state = await mkdtemp(join(tmpdir(), "airlock-relay-"));
   const env = {
     ...process.env,
     CLOUDFLARE_CF_FETCH_ENABLED: "false",
     WRANGLER_SEND_METRICS: "false",
     NO_COLOR: "1",
   };
-  const migrate = spawnSync(
-    process.execPath,
-    [wranglerBin, "d1", "migrations", "apply", "DB", "--local", "--persist-to", state],
-    { cwd: root, env, encoding: "utf8" },
-  );
-  if (migrate.status !== 0)
-    throw new Error(`migrations failed: ${migrate.stderr || migrate.stdout}`);
+  // Each relay its own local R2/D1, migrated (a copy of the run's migrated template).
+  const state = await freshRelayState(root, env, root === checkout);
 
   const vars = {
     AIRLOCK_ADMIN_TOKEN: TEST_ADMIN_TOKEN,
@@ -83,9 +79,13 @@ export async function startRelay(options: RelayOptions = {}): Promise<RunningRel
     for (const [key, value] of Object.entries(vars)) args.push("--var", `${key}:${value}`);
     return args;
   };
-  // Only the tail is kept (for start-up failures): a long run logs far more than a string holds.
+  // The whole log goes to a file a failing test can name; only the tail is kept in memory.
+  const logFile = await relayLogFile();
   let output = "";
-  const keep = (chunk: Buffer) => (output = (output + chunk.toString()).slice(-64 * 1024));
+  const keep = (chunk: Buffer) => {
+    logFile.stream.write(chunk);
+    output = (output + chunk.toString()).slice(-64 * 1024);
+  };
   let args: string[] = [];
   const launch = () => {
     // Its own process group: stopping the group also stops workerd, which holds the port.
@@ -104,6 +104,7 @@ export async function startRelay(options: RelayOptions = {}): Promise<RunningRel
   let child!: ChildProcess;
   const stop = async () => {
     await stopGroup(child);
+    logFile.stream.end();
     await rm(state, { recursive: true, force: true });
   };
   // A port found free can be taken (by another test's outgoing connection, say) before
@@ -141,22 +142,26 @@ export async function startRelay(options: RelayOptions = {}): Promise<RunningRel
       if (!response.ok) throw new Error(`scheduled run failed: ${response.status}`);
     },
     adminToken: TEST_ADMIN_TOKEN,
+    logPath: logFile.path,
     output: () => output,
-    async mintSession(body = {}) {
-      const response = await fetch(`${url}/v1/sessions`, {
-        method: "POST",
-        headers: {
-          authorization: `Bearer ${TEST_ADMIN_TOKEN}`,
-          "content-type": "application/json",
-        },
-        body: JSON.stringify(body),
-      });
-      if (response.status !== 201)
-        throw new Error(`mint failed: ${response.status} ${await response.text()}`);
-      return (await response.json()) as { sessionId: string; token: string; expiresAt: string };
-    },
+    mintSession: (body = {}) => mintSessionAt(url, body),
     stop,
   };
+}
+
+/** Mints a session on the relay at `url` with the tests' operator token. */
+export async function mintSessionAt(
+  url: string,
+  body: object = {},
+): Promise<{ sessionId: string; token: string; expiresAt: string }> {
+  const response = await fetch(`${url}/v1/sessions`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${TEST_ADMIN_TOKEN}`, "content-type": "application/json" },
+    body: JSON.stringify(body),
+  });
+  if (response.status !== 201)
+    throw new Error(`mint failed: ${response.status} ${await response.text()}`);
+  return (await response.json()) as { sessionId: string; token: string; expiresAt: string };
 }
 
 export async function waitForHealth(

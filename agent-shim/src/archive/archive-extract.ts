@@ -2,7 +2,8 @@ import { chmod, lstat, mkdir, readdir, rename, rmdir, utimes } from "node:fs/pro
 import { dirname, join, resolve } from "node:path";
 import { unpack } from "./archive-unpack.js";
 import { CliError, errorCode, fsError } from "../cli/errors.js";
-import { Refusal, directoryMode, resolveInside } from "./extract-guards.js";
+import { Refusal, directoryMode, resolveInside, userUmask } from "./extract-guards.js";
+import type { ExtractLimits } from "./archive-limit.js";
 import { numberedFileName, safeFileName } from "../download/file-names.js";
 import { releaseTemp, tempPath } from "../upload/temp-files.js";
 
@@ -24,7 +25,7 @@ export interface Extracted {
  * top-level directory (as `airlock send <dir>` makes it), that directory's contents are what
  * `stem` gets. Entries that would escape are refused: absolute names, `..`, links whose target
  * leaves the tree, entries through a link, names that break the shared name rule, more than
- * `maxBytes` of file content. Everything is first extracted into a temp dir in `dir` and only
+ * `limits.bytes` of file content, more than `limits.entries` entries. Everything is first extracted into a temp dir in `dir` and only
  * renamed into place once all of it is there, so a refusal leaves nothing behind. `label` names
  * the archive in messages: it must be a clean name already.
  */
@@ -34,7 +35,7 @@ export async function extractArchive(
   dir: string,
   stem: string,
   numbered: boolean,
-  maxBytes: number,
+  limits: ExtractLimits,
 ): Promise<Extracted> {
   dir = resolve(dir); // The checks compare absolute paths.
   await mkdir(dir, { recursive: true }).catch((err: unknown) => {
@@ -48,7 +49,7 @@ export async function extractArchive(
     await mkdir(work, { mode: 0o700 }).catch((err: unknown) => {
       throw fsError("create directory", work, err);
     });
-    const unpacked = await unpack(archive, label, work, maxBytes);
+    const unpacked = await unpack(archive, label, work, limits);
     const tops = await readdir(work);
     const single = tops.length === 1 && unpacked.dirs.get(tops[0]!);
     const content = single ? join(work, tops[0]!) : work;
@@ -72,7 +73,7 @@ export async function extractArchive(
       if (mtime !== undefined) await utimes(join(work, rel), mtime, mtime);
     }
     const path = await claimDir(content, dir, stem, numbered);
-    await chmod(path, directoryMode(rootMeta!.mode));
+    await chmod(path, directoryMode(rootMeta!.mode, userUmask()));
     if (rootMeta!.mtime !== undefined) await utimes(path, rootMeta!.mtime, rootMeta!.mtime);
     return { path, files: unpacked.files };
   } finally {

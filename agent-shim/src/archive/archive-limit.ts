@@ -23,3 +23,34 @@ export function maxExtractBytes(option: string | undefined, usage: string): numb
   }
   return value;
 }
+
+/**
+ * How many entries (files, directories, links) an extraction creates at most, unless
+ * `--max-entries` says otherwise: a bound on an archive of tiny entries, each a few hundred
+ * bytes compressed, that would fill the disk's inodes or take minutes to create.
+ */
+export const DEFAULT_MAX_EXTRACT_ENTRIES = 100_000;
+
+/** What one extraction may write: bytes of regular-file content and entries. */
+export interface ExtractLimits {
+  bytes: number;
+  entries: number;
+}
+
+/** `--max-bytes` and `--max-entries` of `get` and `pull`, with their defaults. */
+export function extractLimits(
+  values: { "max-bytes"?: string; "max-entries"?: string },
+  usage: string,
+): ExtractLimits {
+  const option = values["max-entries"];
+  const entries = option === undefined ? DEFAULT_MAX_EXTRACT_ENTRIES : Number(option.trim());
+  if (
+    option !== undefined &&
+    (!/^\d+$/.test(option.trim()) || !Number.isSafeInteger(entries) || entries <= 0)
+  ) {
+    throw new UsageError(
+      `--max-entries needs a positive whole number (e.g. 500000), not ${JSON.stringify(option)}; usage: ${usage}`,
+    );
+  }
+  return { bytes: maxExtractBytes(values["max-bytes"], usage), entries };
+}

@@ -9,6 +9,7 @@ import {
   checkLinkTarget,
   directoryMode,
   inside,
+  userUmask,
   quoted,
   relativeName,
 } from "./extract-guards.js";
@@ -16,6 +17,7 @@ import { warn } from "../cli/output.js";
 import { TarFormatError, type EntryType } from "./tar-format.js";
 import type { ReadEntry } from "./tar-format.js";
 import { TarReader } from "./tar-reader.js";
+import type { ExtractLimits } from "./archive-limit.js";
 
 export interface Unpacked {
   files: number;
@@ -27,15 +29,20 @@ export interface Unpacked {
 
 /**
  * Extracts every entry into `work`, a fresh empty directory, checking each as it comes. The
- * regular files' contents may add up to `maxBytes` at most: an entry that would go over is
- * refused before any of its bytes are written.
+ * regular files' contents may add up to `limits.bytes` at most, and the archive may hold
+ * `limits.entries` entries at most: an entry that would go over either is refused before
+ * anything of it is written (the caller then removes `work`). Modes are clamped to the
+ * user's umask, as any file the user makes would be.
  */
 export async function unpack(
   archive: string,
   label: string,
   work: string,
-  maxBytes: number,
+  limits: ExtractLimits,
 ): Promise<Unpacked> {
+  const maxBytes = limits.bytes;
+  const umask = userUmask();
+  let entries = 0;
   const kinds = new Map<string, EntryType>();
   const dirs = new Map<string, { mode: number; mtime: number | undefined }>();
   const links: { rel: string; target: string; mtime: number }[] = [];
@@ -51,6 +58,11 @@ export async function unpack(
       return reader.skip(entry.size);
     }
     if (rel === "") return reader.skip(entry.size); // "./" itself
+    if (++entries > limits.entries) {
+      throw refuse(
+        `takes the archive over ${limits.entries} entries (raise it with --max-entries)`,
+      );
+    }
     const parts = rel.split("/");
     for (let i = 1; i < parts.length; i++) {
       const parent = parts.slice(0, i).join("/");
@@ -73,7 +85,7 @@ export async function unpack(
 
     if (entry.type === "directory") {
       await mkdir(path, { recursive: true });
-      dirs.set(rel, { mode: directoryMode(entry.mode), mtime: entry.mtime });
+      dirs.set(rel, { mode: directoryMode(entry.mode, umask), mtime: entry.mtime });
       return reader.skip(entry.size);
     }
     if (entry.type === "symlink") {
@@ -113,7 +125,7 @@ export async function unpack(
     } finally {
       await out.close();
     }
-    await chmod(path, entry.mode & 0o777);
+    await chmod(path, entry.mode & 0o777 & ~umask);
     await utimes(path, entry.mtime, entry.mtime);
     files++;
   };

@@ -50,9 +50,20 @@ export function checkLinkTarget(target: string, refuse: (reason: string) => Erro
   }
 }
 
-/** A directory's mode as extracted: permission bits only, always rwx for its owner. */
-export function directoryMode(mode: number): number {
-  return (mode & 0o777) | 0o700;
+/**
+ * A directory's mode as extracted: permission bits only, clamped to `umask` (0777 in the
+ * archive is 0755 under umask 022), always rwx for its owner.
+ */
+export function directoryMode(mode: number, umask: number): number {
+  return (mode & 0o777 & ~umask) | 0o700;
+}
+
+/**
+ * The process's umask (reading it without setting it is deprecated in the docs only, for the
+ * race that setting it to read it would open between threads).
+ */
+export function userUmask(): number {
+  return process.umask();
 }
 
 export function inside(root: string, path: string): boolean {

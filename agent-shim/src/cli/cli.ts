@@ -2,6 +2,7 @@ import { parseCommandArgs } from "./args.js";
 import { get } from "../commands/get.js";
 import { link } from "../commands/link.js";
 import { ls } from "../commands/ls.js";
+import { mcp } from "../commands/mcp.js";
 import { pull } from "../commands/pull.js";
 import { request } from "../commands/request.js";
 import { rm } from "../commands/rm.js";
@@ -21,6 +22,7 @@ const COMMANDS: Record<CommandName, (args: string[]) => Promise<void>> = {
   rm,
   ls,
   "tool-schema": toolSchemaCommand,
+  mcp,
 };
 
 /** Dispatches `airlock <command> ...`, or answers the global flags. */

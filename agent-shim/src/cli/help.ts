@@ -3,15 +3,17 @@ import { INBOX_DIR_VAR } from "../download/inbox-dir.js";
 /** One usage line per command, quoted by usage errors. */
 export const USAGE = {
   send: "airlock send <path|->... [--name <name>] [--to <platform:id>]... [--caption <text>] [--expires <duration>] [--max-downloads <n>] [--wait] [--json] [--media-tag]",
-  get: "airlock get <fileId|shareUrl> [-o <path>] [--extract] [--max-bytes <n>]",
-  pull: "airlock pull [--dir <dir>] [--wait] [--timeout <duration>] [--extract] [--max-bytes <n>] [--readonly] [--json]",
-  request: "airlock request [--name <hint>] [--max-bytes <n>] [--expires <duration>] [--json]",
+  get: "airlock get <fileId|shareUrl> [-o <path>] [--extract] [--max-bytes <n>] [--max-entries <n>]",
+  pull: "airlock pull [--dir <dir>] [--wait] [--timeout <duration>] [--extract] [--max-bytes <n>] [--max-entries <n>] [--readonly] [--json]",
+  request:
+    "airlock request [--name <hint>] [--max-bytes <n>] [--expires <duration>] [--json] | airlock request --cancel <requestId>",
   link: "airlock link <fileId> [--expires <duration>] [--max-downloads <n>] [--json]",
   rm: "airlock rm <fileId>",
   ls: "airlock ls [--json]",
   toolSchema: "airlock tool-schema [--format openai|mcp]",
+  mcp: "airlock mcp",
   global:
-    "airlock <send|get|pull|request|link|rm|ls|tool-schema> ... | airlock <command> --help | airlock --help | airlock --version",
+    "airlock <send|get|pull|request|link|rm|ls|tool-schema|mcp> ... | airlock <command> --help | airlock --help | airlock --version",
 } as const;
 
 /** The exit status `pull --wait --timeout` ends with when nothing arrived in time. */
@@ -19,7 +21,7 @@ export const PULL_TIMEOUT_EXIT = 3;
 
 /** The commands that have a help page of their own. */
 export type CommandName =
-  "send" | "get" | "pull" | "request" | "link" | "rm" | "ls" | "tool-schema";
+  "send" | "get" | "pull" | "request" | "link" | "rm" | "ls" | "tool-schema" | "mcp";
 
 interface CommandPage {
   usage: string;
@@ -75,6 +77,9 @@ written`,
                      or pax or long-name headers over 1 MiB
 --max-bytes <n>      with --extract: refuse an archive holding more than <n> bytes of
                      files (K, M, G, T: powers of 1024; default 10G); nothing of it is
+                     kept
+--max-entries <n>    with --extract: refuse an archive holding more than <n> entries
+                     (files, directories, links; default 100000); nothing of it is
                      kept`,
     example: "airlock get https://airlock.example.com/d/<token> -o data.csv",
   },
@@ -101,6 +106,8 @@ at once, unless --wait`,
                      breaks the name rule, is refused whole and stays in the inbox
 --max-bytes <n>      with --extract: refuse an archive holding more than <n> bytes of
                      files (K, M, G, T: powers of 1024; default 10G)
+--max-entries <n>    with --extract: refuse an archive holding more than <n> entries
+                     (files, directories, links; default 100000)
 --readonly           leave each file written read-only (mode 0444; with --extract,
                      every file in the extracted directory), e.g. configuration the
                      agent must not change
@@ -119,7 +126,9 @@ file arrives in this sandbox's inbox, for pull. The link takes one file`,
 --expires <duration> how long the link takes an upload (90s, 10m, 24h, 7d; default:
                      the relay's link lifetime, never past the session's end)
 --json               print { requestId, url, name, maxBytes, expiresAt } instead of
-                     the URL`,
+                     the URL
+--cancel <requestId> take a link back: it stops working at once, and an upload under
+                     way through it is given up (nothing of it is kept)`,
     example: "airlock request --name invoice.pdf --expires 1d",
   },
   link: {
@@ -157,6 +166,16 @@ receive_files (the host runs: airlock pull). Needs no relay`,
                      result)`,
     example: "airlock tool-schema --format mcp > tools.json",
   },
+  mcp: {
+    usage: USAGE.mcp,
+    about: `serve the tools of tool-schema --format mcp (send_file, receive_files,
+request_file, share_link, list_files, remove_file) over MCP on stdin and stdout,
+for an agent host to start (claude mcp add airlock -- airlock mcp); nothing but
+protocol messages on stdout. receive_files writes as pull does, read-only when
+AIRLOCK_READONLY=1. Runs until stdin closes`,
+    options: "",
+    example: "docker exec -i <sandbox> airlock mcp",
+  },
 };
 
 const HELP_OPTION = "-h, --help           show this help";
@@ -165,11 +184,15 @@ const ENVIRONMENT = `Environment
   AIRLOCK_URL            the relay's base URL, e.g. https://airlock.example.com
   AIRLOCK_TOKEN          this sandbox's session token
   ${INBOX_DIR_VAR.padEnd(22)} where pull writes without --dir (default: ./uploads)
+  AIRLOCK_READONLY       1: mcp's receive_files leaves each file read-only (pull --readonly)
   AIRLOCK_RETRIES        attempts per request before giving up (default 5)
   AIRLOCK_RETRY_BASE_MS  first retry delay in milliseconds, doubled each time (default 250)
   AIRLOCK_GZIP_LEVEL     gzip level 1-9 used when compressing pays (default 1)
   AIRLOCK_UPLOAD_CONCURRENCY
-                         parts of a large upload in flight at once, 1-16 (default 4)`;
+                         parts of a large upload in flight at once, 1-16 (default 4)
+  AIRLOCK_MULTIPART_THRESHOLD
+                         stored bytes above which a send goes in parts (default 64 MiB,
+                         at least 8 MiB)`;
 
 const EXIT_STATUS = `Exit status: 0 success, 1 failure (a failed delivery or pulled file included: the
 others still go through), 2 usage or configuration error, ${PULL_TIMEOUT_EXIT} pull --wait --timeout

@@ -36,6 +36,12 @@ export function fail(err: unknown): never {
   process.exit(known ? err.exitCode : 1);
 }
 
+/** The one `airlock: ` line `fail` prints for `err`, for a tool result to carry. */
+export function failureLine(err: unknown): string {
+  const message = err instanceof CliError ? err.message : `unexpected error: ${messageOf(err)}`;
+  return `airlock: ${oneLine(message)}`;
+}
+
 /** Keeps a stdout reader that went away (`airlock ls | head -1`) from surfacing as an error. */
 export function exitQuietlyOnClosedStdout(): void {
   process.stdout.on("error", (err: NodeJS.ErrnoException) => {

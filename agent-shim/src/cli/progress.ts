@@ -1,5 +1,6 @@
 import { Transform, type TransformCallback } from "node:stream";
 import { humanSize } from "./human-size.js";
+import { currentCall } from "./tool-call.js";
 
 /** At most ten redraws a second. */
 const REDRAW_MS = 100;
@@ -10,6 +11,8 @@ const REDRAW_MS = 100;
  */
 export class Progress {
   private readonly enabled = process.stderr.isTTY === true;
+  /** Under an MCP tool call: where the call's progress notifications come from. */
+  private readonly report = currentCall()?.progress;
   private started = Date.now();
   private lastDraw = 0;
   /** Bytes done before this run started moving any (the rate leaves them out). */
@@ -47,6 +50,7 @@ export class Progress {
 
   private advance(bytes: number): void {
     this.done += bytes;
+    this.report?.(this.done, this.total, this.label);
     const now = Date.now();
     if (!this.enabled || now - this.lastDraw < REDRAW_MS) return;
     this.lastDraw = now;

@@ -2,7 +2,7 @@ import { mkdir, stat } from "node:fs/promises";
 import { resolve } from "node:path";
 import { parseCommandArgs } from "../cli/args.js";
 import { archiveStem, extractArchive } from "../archive/archive-extract.js";
-import { maxExtractBytes } from "../archive/archive-limit.js";
+import { extractLimits, type ExtractLimits } from "../archive/archive-limit.js";
 import { relayConfig, retryPolicy } from "../cli/config.js";
 import { CliError, UsageError, fsError } from "../cli/errors.js";
 import { USAGE, commandHelp } from "../cli/help.js";
@@ -16,6 +16,7 @@ const OPTIONS = {
   output: { type: "string", short: "o" },
   extract: { type: "boolean" },
   "max-bytes": { type: "string" },
+  "max-entries": { type: "string" },
   help: { type: "boolean", short: "h" },
 } as const;
 
@@ -36,14 +37,16 @@ export async function get(args: string[]): Promise<void> {
   if (values.extract && values.output === "-") {
     throw new UsageError(`--extract needs a directory, not stdout; usage: ${USAGE.get}`);
   }
-  if (values["max-bytes"] !== undefined && !values.extract) {
-    throw new UsageError(`--max-bytes limits --extract; usage: ${USAGE.get}`);
+  for (const flag of ["max-bytes", "max-entries"] as const) {
+    if (values[flag] !== undefined && !values.extract) {
+      throw new UsageError(`--${flag} limits --extract; usage: ${USAGE.get}`);
+    }
   }
-  const maxBytes = maxExtractBytes(values["max-bytes"], USAGE.get);
+  const limits = extractLimits(values, USAGE.get);
   const policy = retryPolicy();
   const source = /^https?:\/\//i.test(ref) ? shareSource(ref) : await fileSource(ref, policy);
   if (values.extract) {
-    return print(await getExtracted(source, values.output ?? ".", policy, maxBytes));
+    return print(await getExtracted(source, values.output ?? ".", policy, limits));
   }
   const written = await download(source, await output(values.output), policy);
   if (written.path === "-") note(`wrote ${safeFileName(written.name, "the file")} to stdout`);
@@ -51,14 +54,14 @@ export async function get(args: string[]): Promise<void> {
 }
 
 /**
- * Downloads a `.tar.gz` next to where it goes, then extracts it (up to `maxBytes` of content);
+ * Downloads a `.tar.gz` next to where it goes, then extracts it (within `limits`);
  * returns the directory made.
  */
 async function getExtracted(
   source: DownloadSource,
   option: string,
   policy: ReturnType<typeof retryPolicy>,
-  maxBytes: number,
+  limits: ExtractLimits,
 ): Promise<string> {
   if (source.name !== undefined && archiveStem(source.name) === undefined) {
     throw notAnArchive(source.name);
@@ -73,7 +76,7 @@ async function getExtracted(
     const stem = archiveStem(name);
     if (stem === undefined) throw notAnArchive(name); // A share link names it only now.
     const label = safeFileName(name, "the archive");
-    return (await extractArchive(temp, label, dir, stem, false, maxBytes)).path;
+    return (await extractArchive(temp, label, dir, stem, false, limits)).path;
   } finally {
     await releaseTemp(temp);
   }

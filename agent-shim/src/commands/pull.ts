@@ -2,7 +2,7 @@ import { chmod, lstat, mkdir, readdir } from "node:fs/promises";
 import { join } from "node:path";
 import { parseCommandArgs } from "../cli/args.js";
 import { archiveStem, extractArchive } from "../archive/archive-extract.js";
-import { maxExtractBytes } from "../archive/archive-limit.js";
+import { extractLimits, type ExtractLimits } from "../archive/archive-limit.js";
 import { relayConfig, retryPolicy, type RetryPolicy } from "../cli/config.js";
 import { parseDuration } from "../cli/duration.js";
 import { CliError, UnavailableError, UsageError, fsError } from "../cli/errors.js";
@@ -21,6 +21,7 @@ const OPTIONS = {
   json: { type: "boolean" },
   extract: { type: "boolean" },
   "max-bytes": { type: "string" },
+  "max-entries": { type: "string" },
   readonly: { type: "boolean" },
   wait: { type: "boolean" },
   timeout: { type: "string" },
@@ -70,8 +71,10 @@ export async function pull(args: string[]): Promise<void> {
     throw new UsageError(`pull takes no arguments; usage: ${USAGE.pull}`);
   }
   if (values.dir === "") throw new UsageError(`--dir needs a directory; usage: ${USAGE.pull}`);
-  if (values["max-bytes"] !== undefined && !values.extract) {
-    throw new UsageError(`--max-bytes limits --extract; usage: ${USAGE.pull}`);
+  for (const flag of ["max-bytes", "max-entries"] as const) {
+    if (values[flag] !== undefined && !values.extract) {
+      throw new UsageError(`--${flag} limits --extract; usage: ${USAGE.pull}`);
+    }
   }
   if (values.timeout !== undefined && !values.wait) {
     throw new UsageError(`--timeout needs --wait; usage: ${USAGE.pull}`);
@@ -80,7 +83,7 @@ export async function pull(args: string[]): Promise<void> {
     values.timeout === undefined
       ? undefined
       : parseDuration(values.timeout, "--timeout", USAGE.pull);
-  const maxBytes = maxExtractBytes(values["max-bytes"], USAGE.pull);
+  const limits = extractLimits(values, USAGE.pull);
   const dir = inboxDir(values.dir);
   const policy = retryPolicy();
   const relay = new RelayClient(relayConfig(), policy);
@@ -92,34 +95,64 @@ export async function pull(args: string[]): Promise<void> {
     return;
   }
   if (items.length === 0) return note("nothing new in the inbox");
+  const extract = values.extract === true ? limits : undefined;
+  const readonly = values.readonly === true;
+  const pulled = (result: PullResult, line: string) =>
+    print(values.json ? JSON.stringify(result) : line);
+  const failed = await pullItems(relay, items, { dir, policy, extract, readonly, pulled });
+  if (failed) process.exitCode = 1;
+}
+
+/** How `pullItems` writes, and where each file written is reported. */
+export interface PullRun {
+  dir: string;
+  policy: RetryPolicy;
+  /** Extract a `.tar.gz` within these limits (bytes, entries), rather than write it. */
+  extract: ExtractLimits | undefined;
+  readonly: boolean;
+  /** A file written, with its context line, as soon as it is there. */
+  pulled: (result: PullResult, line: string) => void;
+  /** A file that failed, in one line; by default on stderr. */
+  failed?: (message: string) => void;
+}
+
+/**
+ * Writes `items` into `run.dir` (created if missing), oldest first, acknowledging each once it
+ * is there; shared by `pull` and the `receive_files` tool. Says whether any failed.
+ */
+export async function pullItems(
+  relay: RelayClient,
+  items: InboxItem[],
+  run: PullRun,
+): Promise<boolean> {
+  const { dir, policy, extract, failed: report = warn } = run;
   await mkdir(dir, { recursive: true }).catch((err: unknown) => {
     throw fsError("create directory", dir, err);
   });
   let failed = false;
-  const extract = values.extract === true ? maxBytes : undefined;
   for (const item of items) {
     const name = pulledName(item.name);
     const which = `item ${shownId(item.itemId)} (${name})`;
     let pulled: PullResult;
     try {
       pulled = await pullItem(relay, item, name, dir, policy, extract);
-      if (values.readonly) await makeReadOnly(pulled.path);
+      if (run.readonly) await makeReadOnly(pulled.path);
     } catch (err) {
       await carryOn(relay, err);
-      warn(`could not pull ${which}, it stays in the inbox: ${(err as CliError).message}`);
+      report(`could not pull ${which}, it stays in the inbox: ${(err as CliError).message}`);
       failed = true;
       continue;
     }
-    print(values.json ? JSON.stringify(pulled) : contextLine(name, pulled));
+    run.pulled(pulled, contextLine(name, pulled));
     try {
       await relay.ack(item.itemId, name);
     } catch (err) {
       await carryOn(relay, err);
-      warn(`could not acknowledge ${which}: ${(err as CliError).message}`);
+      report(`could not acknowledge ${which}: ${(err as CliError).message}`);
       failed = true;
     }
   }
-  if (failed) process.exitCode = 1;
+  return failed;
 }
 
 /**
@@ -170,7 +203,7 @@ function shownId(itemId: string): string {
 
 /**
  * Downloads one item's file into `dir` as `shown` (its `pulledName`), verified against the
- * item's SHA-256; with `extractMax`, extracts a `.tar.gz` holding up to that many bytes.
+ * item's SHA-256; with `extractMax`, extracts a `.tar.gz` within those limits.
  */
 async function pullItem(
   relay: RelayClient,
@@ -178,7 +211,7 @@ async function pullItem(
   shown: string,
   dir: string,
   policy: RetryPolicy,
-  extractMax: number | undefined,
+  extractMax: ExtractLimits | undefined,
 ): Promise<PullResult> {
   const fileId = item.file?.fileId ?? item.fileId;
   if (!fileId) throw new CliError(`relay listed ${shown} in the inbox without its file`);

@@ -3,7 +3,13 @@ import { stat } from "node:fs/promises";
 import { basename } from "node:path";
 import { parseCommandArgs } from "../cli/args.js";
 import { ARCHIVE_TYPE, archiveDirectory } from "../archive/archive-build.js";
-import { gzipLevel, relayConfig, retryPolicy, uploadConcurrency } from "../cli/config.js";
+import {
+  gzipLevel,
+  relayConfig,
+  retryPolicy,
+  uploadConcurrency,
+  type RetryPolicy,
+} from "../cli/config.js";
 import { DESTINATION, DESTINATION_SHAPES } from "../download/destinations.js";
 import { CliError, RefusalError, UsageError, fsError } from "../cli/errors.js";
 import { HELP, USAGE } from "../cli/help.js";
@@ -76,14 +82,7 @@ export async function send(args: string[]): Promise<void> {
 
   const policy = retryPolicy();
   const relay = new RelayClient(relayConfig(), policy);
-  const options: SendOptions = {
-    relay,
-    policy,
-    concurrency: uploadConcurrency(),
-    states: UploadStates.at(),
-    level: gzipLevel(),
-    sent: new SentCacheOnDemand(),
-  };
+  const options = sendOptions(relay, policy);
   const isDirectory = new Map<string, boolean>();
   for (const path of paths) {
     if (path !== STDIN) isDirectory.set(path, checkSendable(path));
@@ -118,8 +117,20 @@ export async function send(args: string[]): Promise<void> {
   if (failed) process.exitCode = 1;
 }
 
+/** How files are sent, from the environment: shared by `send` and the `send_file` tool. */
+export function sendOptions(relay: RelayClient, policy: RetryPolicy): SendOptions {
+  return {
+    relay,
+    policy,
+    concurrency: uploadConcurrency(),
+    states: UploadStates.at(),
+    level: gzipLevel(),
+    sent: new SentCacheOnDemand(),
+  };
+}
+
 /** Delivered means the platform acknowledged the message with an id; nothing less counts. */
-function acknowledged(delivery: DeliveryRecord | FailedDelivery): boolean {
+export function acknowledged(delivery: DeliveryRecord | FailedDelivery): boolean {
   return (
     delivery.status === "delivered" &&
     typeof delivery.messageId === "string" &&
@@ -131,12 +142,12 @@ function acknowledged(delivery: DeliveryRecord | FailedDelivery): boolean {
  * Delivers one sent file to one destination. The outcome's one stderr line is printed by
  * `report`, so deliveries running together still report in a fixed order.
  */
-async function deliver(
+export async function deliver(
   relay: RelayClient,
   file: SendResult,
   to: string,
   caption: string | undefined,
-): Promise<{ delivery: DeliveryRecord | FailedDelivery; report: () => void }> {
+): Promise<{ delivery: DeliveryRecord | FailedDelivery; report: () => void; warning?: string }> {
   try {
     const record = await relay.deliver(file.fileId, to, caption, file.name);
     if (!acknowledged(record)) {
@@ -147,9 +158,11 @@ async function deliver(
           : record.status === "delivered"
             ? "the platform gave no message id"
             : `it is ${record.status}`;
+      const warning = `delivery of ${file.name} to ${to} failed: ${reason}`;
       return {
         delivery: { ...record, status: "failed", error: reason },
-        report: () => warn(`delivery of ${file.name} to ${to} failed: ${reason}`),
+        report: () => warn(warning),
+        warning,
       };
     }
     const how = record.mode === "native" ? `native, ${record.method}` : record.mode;
@@ -161,10 +174,11 @@ async function deliver(
       code: refusal?.body.code ?? null,
       message: refusal?.body.message ?? err.message,
     };
+    const warning = `delivery of ${file.name} to ${to} failed: ${refusal?.detail ?? err.message}`;
     return {
       delivery: { fileId: file.fileId, to, status: "failed", error },
-      report: () =>
-        warn(`delivery of ${file.name} to ${to} failed: ${refusal?.detail ?? err.message}`),
+      report: () => warn(warning),
+      warning,
     };
   }
 }
@@ -173,7 +187,7 @@ async function deliver(
  * A regular file or a directory this process can read; anything else fails before a byte is
  * sent. Says whether it is a directory. Synchronous, as `readSample` is.
  */
-function checkSendable(path: string): boolean {
+export function checkSendable(path: string): boolean {
   try {
     const info = statSync(path);
     if (info.isDirectory()) {
@@ -193,7 +207,7 @@ function checkSendable(path: string): boolean {
  * Sends a directory as one `<dir>.tar.gz`, packed into a temp file first (streaming) and
  * uploaded as it is: already compressed, so with the identity encoding.
  */
-async function sendDirectory(
+export async function sendDirectory(
   path: string,
   options: SendOptions,
   rename: string | undefined,
@@ -229,7 +243,7 @@ async function sendDirectory(
  * for by its recorded SHA-256 first (a dedup hit needs no hash pass). Otherwise: hash, probe
  * for a dedup hit, gzip where it pays, declare, PUT, complete.
  */
-async function sendFile(
+export async function sendFile(
   path: string,
   options: SendOptions,
   rename: string | undefined,

@@ -8,6 +8,7 @@ import {
   RetryableStatusError,
   errorCode,
 } from "../cli/errors.js";
+import { cancelSignal } from "../cli/tool-call.js";
 import { USER_AGENT } from "../cli/version.js";
 
 /** A socket idle this long (no bytes either way) is given up as timed out. */
@@ -54,6 +55,8 @@ export function request(req: HttpRequest): Promise<http.IncomingMessage> {
   const client = url.protocol === "https:" ? https() : http;
   const headers = { "user-agent": USER_AGENT, ...req.headers };
   return new Promise((resolve, reject) => {
+    // Under an MCP tool call, its cancel may cut the request off (or refuse to start it).
+    const signal = cancelSignal(req.method, req.signal);
     let settled = false;
     const settle = (fn: () => void) => {
       if (!settled) {
@@ -65,7 +68,7 @@ export function request(req: HttpRequest): Promise<http.IncomingMessage> {
       method: req.method,
       headers,
       timeout: IDLE_TIMEOUT_MS,
-      signal: req.signal,
+      signal,
       maxHeaderSize: MAX_HEADER_BYTES,
     });
     out.on("timeout", () =>

@@ -185,6 +185,15 @@ export class RelayClient {
     return answer;
   }
 
+  /**
+   * Cancels an upload link (`DELETE /v1/requests/:id`): it stops working and the upload under
+   * way through it is given up. Returns the request's state (`status: "cancelled"`).
+   */
+  cancelUploadRequest(requestId: string): Promise<{ requestId: string; status: string }> {
+    const path = `/v1/requests/${encodeURIComponent(requestId)}`;
+    return this.call("DELETE", path, `cancelling upload link ${requestId}`);
+  }
+
   /** The authenticated request for a file's original bytes. */
   contentRequest(fileId: string): ContentRequest {
     return {

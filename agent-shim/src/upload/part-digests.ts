@@ -2,12 +2,8 @@ import { createHash, type Hash } from "node:crypto";
 import { createReadStream } from "node:fs";
 import { Transform, type TransformCallback } from "node:stream";
 import { fsError } from "../cli/errors.js";
-import {
-  MULTIPART_THRESHOLD_BYTES,
-  maxStoredSize,
-  partCount,
-  partSizeFor,
-} from "../../../src/part-plan.js";
+import { maxStoredSize, partCount, partSizeFor } from "../../../src/part-plan.js";
+import { multipartThreshold } from "./multipart-threshold.js";
 
 /**
  * The SHA-256 of each `partSize` slice of a byte stream, taken as the bytes go by: one running
@@ -66,7 +62,7 @@ export class PartDigestStream extends Transform {
  */
 export function digestPartSize(size: number, mayGrow: boolean): number | undefined {
   const largest = mayGrow ? maxStoredSize(size) : size;
-  return largest > MULTIPART_THRESHOLD_BYTES ? partSizeFor(size) : undefined;
+  return largest > multipartThreshold() ? partSizeFor(size) : undefined;
 }
 
 /** Whether digests taken for `storedSize` stored bytes fit the part plan of a `size`-byte file. */

@@ -15,7 +15,8 @@ import { UploadStates, type SavedUpload, type UploadKey } from "./upload-state.j
 import { SINGLE_UPLOAD_MAX_BYTES, sendInOneRequest } from "./one-request.js";
 import { onInterrupt } from "./temp-files.js";
 import { humanSize } from "../cli/human-size.js";
-import { MULTIPART_THRESHOLD_BYTES, partLength, partSizeFor } from "../../../src/part-plan.js";
+import { partLength, partSizeFor } from "../../../src/part-plan.js";
+import { multipartThreshold } from "./multipart-threshold.js";
 
 /** Everything `sendStored` needs besides the file. */
 export interface SendContext {
@@ -60,7 +61,7 @@ export async function sendStored(ctx: SendContext, job: StoredSend): Promise<Sen
     const sent = await sendInOneRequest(ctx.relay, job.declaration, job.stored);
     if (sent) return sent;
   }
-  if (job.declaration.storedSize > MULTIPART_THRESHOLD_BYTES) return sendInParts(ctx, job);
+  if (job.declaration.storedSize > multipartThreshold()) return sendInParts(ctx, job);
   const answer = await ctx.relay.declareUpload(job.declaration);
   if (answer.status === "deduped") return { file: answer.file, deduped: true, uploadedBytes: 0 };
   return sendWhole(ctx, job, answer);
