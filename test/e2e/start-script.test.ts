@@ -14,13 +14,25 @@ const checkout = fileURLToPath(new URL("../..", import.meta.url));
 let project: string;
 const started: ChildProcess[] = [];
 
+/** What a fresh clone would not have, or what this test does not need. */
+const LEFT_OUT = new Set([
+  ".git",
+  "node_modules",
+  ".wrangler",
+  ".dev.vars",
+  "dist",
+  "test",
+  "test-artifacts",
+  ".cache",
+]);
+
 beforeAll(async () => {
   project = await mkdtemp(join(tmpdir(), "airlock-start-"));
-  for (const entry of ["package.json", "wrangler.toml", ".dev.vars.example"])
-    await cp(join(checkout, entry), join(project, entry));
   // src/ with the shim bundle prestart (here: the node project's pretest) generated into it.
-  for (const dir of ["scripts", "src", "migrations"])
-    await cp(join(checkout, dir), join(project, dir), { recursive: true });
+  for (const entry of await readdir(checkout)) {
+    if (LEFT_OUT.has(entry)) continue;
+    await cp(join(checkout, entry), join(project, entry), { recursive: true });
+  }
   await symlink(join(checkout, "node_modules"), join(project, "node_modules"));
 });
 
@@ -135,7 +147,9 @@ describe("npm start", () => {
 
     // PORT is honoured: the relay answers there.
     await until(`the relay answers on ${port}\n${screen}`, 90_000, async () => {
-      const health = await fetch(`http://127.0.0.1:${port}/health`).catch(() => undefined);
+      const health = await fetch(`http://127.0.0.1:${port}/health`, {
+        signal: AbortSignal.timeout(5_000),
+      }).catch(() => undefined);
       return health !== undefined;
     });
     expect(screen).toContain(`Airlock relay starting on http://127.0.0.1:${port}`);
