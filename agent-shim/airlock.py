@@ -83,10 +83,9 @@ a directory is sent as one <dir>.tar.gz (symlinks kept as links, modes and mtime
 kept); with --to, also deliver each file to those chats. Stored bytes over 64 MiB
 go up in parts, several at once; a large send that failed or was killed resumes
 when run again, sending only the parts the store does not hold yet. - sends standard
-input (with --name)""",
+input, named by --name or else by its sniffed type (stdin.txt, stdin.png, stdin.bin)""",
         "options": """\
---name <name>        the name to send the file under: needed for -, and for one
-                     path only
+--name <name>        the name to send the file under, for - or one path only
 --to <platform:id>   deliver to a chat: telegram:<chatId>, discord:<channelId>,
                      slack:<channelId> or whatsapp:<wa_id> (the person's number, digits
                      only); repeat for several (the session must allow each)
@@ -1550,10 +1549,11 @@ def cmd_send(args):
 
 
 def checked_name(name, paths):
-    """--name: required with -, allowed with one path, held to the name rule before anything is read."""
+    """--name: allowed with one path or - (otherwise named by its type: stdin_name), held to the
+    name rule before anything is read."""
+    if paths.count(STDIN) > 1:
+        raise UsageError("- (standard input) can be sent only once; usage: " + USAGE["send"])
     if name is None:
-        if STDIN in paths:
-            raise UsageError("sending - (standard input) needs --name; usage: " + USAGE["send"])
         return None
     if len(paths) != 1:
         raise UsageError("--name names one file; give one path or -; usage: " + USAGE["send"])
@@ -1720,6 +1720,36 @@ def send_stdin(name, sender):
             stored.dispose()
 
 
+# The extension of each type sniff tells, for standard input sent without --name.
+STDIN_EXTENSIONS = {
+    "text/plain; charset=utf-8": ".txt",
+    "image/png": ".png",
+    "image/jpeg": ".jpg",
+    "image/gif": ".gif",
+    "image/webp": ".webp",
+    "audio/wav": ".wav",
+    "application/pdf": ".pdf",
+    "application/zip": ".zip",
+    "application/gzip": ".gz",
+    "video/quicktime": ".mov",
+    "video/mp4": ".mp4",
+    "video/webm": ".webm",
+    "video/x-matroska": ".mkv",
+    "audio/ogg": ".ogg",
+    "audio/flac": ".flac",
+    "audio/mpeg": ".mp3",
+    "application/zstd": ".zst",
+    "application/x-xz": ".xz",
+    "application/x-bzip2": ".bz2",
+    "application/x-7z-compressed": ".7z",
+}
+
+
+def stdin_name(content_type):
+    """`send -` without --name: stdin and the sniffed type's extension (.bin for unknown bytes)."""
+    return "stdin" + STDIN_EXTENSIONS.get(content_type, ".bin")
+
+
 def read_stdin():
     try:
         return os.read(0, CHUNK)
@@ -1729,16 +1759,20 @@ def read_stdin():
 
 def spool_stdin(name, level):
     """Reads standard input once: (declaration, the stored bytes), in memory (bytes) if the
-    input ends within the one-request limit, else in a temp file (Stored)."""
+    input ends within the one-request limit, else in a temp file (Stored). A name of None is
+    stdin_name of the sniffed type."""
     head, length = [], 0
     while length <= SINGLE_UPLOAD_MAX_BYTES:
         chunk = read_stdin()
         if not chunk:
-            return describe_in_memory(b"".join(head), name, level)
+            original = b"".join(head)
+            sniffed = sniff(original, False)
+            return describe_in_memory(original, name or stdin_name(sniffed[0]), level, sniffed)
         head.append(chunk)
         length += len(chunk)
     sample = b"".join(head)[:SAMPLE_BYTES]
     content_type, compressed = sniff(sample, True)
+    name = name or stdin_name(content_type)
     gzip = gzip_pays(length, sample, compressed, level)
     temp = temp_path(tmpdir(), "airlock-stdin-", ".gz" if gzip else ".bin")
     # The total is still unknown: part digests at the smallest part size fit every input up

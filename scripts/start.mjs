@@ -3,6 +3,7 @@
 // and D1 on disk under .wrangler/) and the local-only dev secrets from .dev.vars.example.
 import { spawn, spawnSync } from "node:child_process";
 import { copyFileSync, existsSync, readFileSync } from "node:fs";
+import { createServer } from "node:net";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 
@@ -23,6 +24,35 @@ if (!/^\d+$/.test(port) || Number(port) < 1 || Number(port) > 65535) {
   process.exit(2);
 }
 const url = `http://127.0.0.1:${port}`;
+
+/** Whether nothing listens on 127.0.0.1:`p` (binding it for a moment is the only sure test). */
+const portFree = (p) =>
+  new Promise((resolve) => {
+    const server = createServer();
+    server.once("error", () => resolve(false));
+    server.listen({ host: "127.0.0.1", port: p, exclusive: true }, () =>
+      server.close(() => resolve(true)),
+    );
+  });
+
+/** The one line for a taken port, naming a free one to use instead when one is near. */
+async function portTakenLine() {
+  let advice = "set PORT to a free port";
+  for (let next = Number(port) + 1; next <= Math.min(Number(port) + 20, 65535); next++) {
+    if (await portFree(next)) {
+      advice = `run PORT=${next} npm start`;
+      break;
+    }
+  }
+  return `airlock: port ${port} is taken (another npm start?); ${advice}`;
+}
+
+// Checked before anything else, so a second `npm start` says so in one line (workerd would
+// print a fatal stack trace and then advise a --port flag that npm start does not take).
+if (!(await portFree(Number(port)))) {
+  console.error(await portTakenLine());
+  process.exit(1);
+}
 
 if (!existsSync(`${root}/.dev.vars`)) {
   copyFileSync(`${root}/.dev.vars.example`, `${root}/.dev.vars`);
@@ -86,12 +116,23 @@ const child = spawn(
 // but dev reports running it at start and on every change under src/: leave those lines out.
 const ansi = /\u001b\[[0-9;]*m/g;
 const customBuildLine = /^(\[custom build\]|The file .* changed, restarting build\.\.\.$)/;
+// Taken in the moment between the check above and workerd's bind: the same one line instead
+// of workerd's stack trace and wrangler's --port advice.
+const bindFailure = /Address already in use|^stack: |^\s*$|Logs were written to/;
+/** Set (to the printed notice) once workerd reports the port taken. */
+let portTaken;
 for (const [from, to] of [
   [child.stdout, process.stdout],
   [child.stderr, process.stderr],
 ]) {
   createInterface({ input: from, crlfDelay: Infinity }).on("line", (line) => {
-    if (!customBuildLine.test(line.replace(ansi, ""))) to.write(`${line}\n`);
+    const plain = line.replace(ansi, "");
+    if (customBuildLine.test(plain)) return;
+    if (/Address already in use/.test(plain) && !portTaken) {
+      portTaken = portTakenLine().then((notice) => console.error(notice));
+    }
+    if (portTaken && bindFailure.test(plain)) return;
+    to.write(`${line}\n`);
   });
 }
 const stop = () => {
@@ -103,4 +144,12 @@ const stop = () => {
 };
 process.on("SIGINT", stop);
 process.on("SIGTERM", stop);
-child.on("close", (code) => process.exit(code ?? 0));
+// Closing the terminal: the relay (in its own process group) would otherwise keep the port.
+process.on("SIGHUP", stop);
+// A closed terminal also fails writes to it (EIO): stop the relay rather than crash past it.
+process.stdout.on("error", stop);
+process.stderr.on("error", stop);
+child.on("close", (code) => {
+  if (portTaken) void portTaken.then(() => process.exit(1));
+  else process.exit(code ?? 0);
+});

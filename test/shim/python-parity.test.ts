@@ -92,6 +92,29 @@ describe("the Python shim's send -", () => {
     expect(sha256(await download(fromPython.url))).toBe(sha256(bytes));
   });
 
+  it.each([
+    ["text", Buffer.from("hi\n"), "stdin.txt"],
+    [
+      "a PNG",
+      Buffer.concat([Buffer.from("89504e470d0a1a0a", "hex"), randomBytes(500)]),
+      "stdin.png",
+    ],
+    ["bytes of no known type", Buffer.concat([Buffer.alloc(1), randomBytes(500)]), "stdin.bin"],
+    ["a few MiB of text, spooled", logText(2 * MiB), "stdin.txt"],
+  ])(
+    "names %s sent as - without --name by its type, as the Node shim does",
+    async (_, bytes, name) => {
+      for (const driver of [node, python]) {
+        const sent = sentLine(await run(driver, ["send", "-", "--json"], await session(), bytes));
+        expect(sent, driver.name).toMatchObject({
+          name,
+          size: bytes.length,
+          sha256: sha256(bytes),
+        });
+      }
+    },
+  );
+
   it("gzips a few MiB of text while streaming it, byte-exact", async () => {
     const at = await session();
     const bytes = logText(3 * MiB + 17);
@@ -150,7 +173,7 @@ describe("the Python shim's send -", () => {
   });
 
   it.each([
-    [["send", "-"], /^airlock: sending - \(standard input\) needs --name; usage: /],
+    [["send", "-", "-"], /^airlock: - \(standard input\) can be sent only once; usage: /],
     [
       ["send", "a.bin", "b.bin", "--name", "x.bin"],
       /^airlock: --name names one file; give one path or -; usage: /,

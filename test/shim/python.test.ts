@@ -393,7 +393,7 @@ describe("the Python shim's extraction, word for word the Node shim's", () => {
       ["get", "f_1", "--extract", "-o", "-"],
       ["send"],
       ["send", "--to", "nowhere", "x"],
-      ["send", "-"],
+      ["send", "-", "-"],
       ["request", "extra"],
     ]) {
       const results = [];

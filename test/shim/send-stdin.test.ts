@@ -6,6 +6,7 @@ import { Readable } from "node:stream";
 import { describe, expect, it } from "vitest";
 import type { SendResult } from "../../agent-shim/src/upload/send-result";
 import { MULTIPART_THRESHOLD_BYTES } from "../../src/part-plan";
+import { randomBytes as noMediaBytes } from "../support/bytes";
 import { itLarge } from "../support/large";
 import { relaySuite } from "../support/relay-suite";
 import { SHIM, collectRun, failureLine, relayEnv, runShim, type ShimResult } from "./run-shim";
@@ -135,14 +136,39 @@ describe("airlock send - (standard input)", () => {
     },
   );
 
-  it("refuses - without --name as a usage error, reading nothing", async () => {
+  const png = Buffer.concat([
+    Buffer.from("89504e470d0a1a0a0000000d49484452", "hex"),
+    randomBytes(900),
+  ]);
+  it.each([
+    ["a line of text", Buffer.from("hi\n"), "stdin.txt"],
+    ["nothing at all", Buffer.alloc(0), "stdin.txt"],
+    ["a PNG", png, "stdin.png"],
+    ["bytes of no known type", Buffer.from(noMediaBytes(5000)), "stdin.bin"],
+    ["a few MiB of log text, spooled", logText(2 * MiB), "stdin.txt"],
+    [
+      "a few MiB of bytes of no known type, spooled",
+      Buffer.from(noMediaBytes(2 * MiB)),
+      "stdin.bin",
+    ],
+  ])("names %s from - without --name by its type, byte-exact", async (_, bytes, name) => {
     const { env, cwd } = await session();
-    const result = await runWithStdin(["send", "-"], env, Buffer.from("hello"), cwd);
+    const result = await runWithStdin(["send", "-", "--json"], env, bytes, cwd);
+    const sent = sentLine(result);
+    expect(sent).toMatchObject({ name, size: bytes.length, sha256: sha256(bytes) });
+    await expectGot(sent, env, sha256(bytes));
+  });
+
+  it("refuses - twice as a usage error, sending nothing", async () => {
+    const { env, cwd } = await session();
+    const result = await runWithStdin(["send", "-", "-"], env, Buffer.from("hello"), cwd);
     expect(result.code).toBe(2);
     expect(result.stdout).toBe("");
     expect(failureLine(result)).toMatch(
-      /^airlock: sending - \(standard input\) needs --name; usage: /,
+      /^airlock: - \(standard input\) can be sent only once; usage: airlock send /,
     );
+    const listed = await suite.api(env.AIRLOCK_TOKEN!, "GET", "/v1/files");
+    expect(listed.body.files).toEqual([]);
   });
 
   it.each(["../up.txt", "a\u202etxt.exe", ".."])(

@@ -40,9 +40,8 @@ a directory is sent as one <dir>.tar.gz (symlinks kept as links, modes and mtime
 kept); with --to, also deliver each file to those chats. Stored bytes over 64 MiB
 go up in parts, several at once; a large send that failed or was killed resumes
 when run again, sending only the parts the store does not hold yet. - sends standard
-input (with --name)`,
-    options: `--name <name>        the name to send the file under: needed for -, and for one
-                     path only
+input, named by --name or else by its sniffed type (stdin.txt, stdin.png, stdin.bin)`,
+    options: `--name <name>        the name to send the file under, for - or one path only
 --to <platform:id>   deliver to a chat: telegram:<chatId>, discord:<channelId>,
                      slack:<channelId> or whatsapp:<wa_id> (the person's number, digits
                      only); repeat for several (the session must allow each)

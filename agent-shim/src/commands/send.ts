@@ -53,7 +53,8 @@ export type { FailedDelivery, SendResult } from "../upload/send-result.js";
  * [--expires <duration>] [--max-downloads <n>] [--json] [--media-tag]`: checks every path,
  * destination and option first, then sends each file, delivers it to each destination, and
  * prints its share URL. A failed delivery is reported and the rest carry on: the file is sent
- * all the same. `-` is standard input, named by `--name` (which may also rename one file).
+ * all the same. `-` is standard input, named by `--name` (which may also rename one file) or
+ * else by its type (`stdin.txt`).
  * With `--expires` or `--max-downloads` the printed URL is a link minted with those limits.
  *
  * Per file, stdout gets the bare URL as soon as the file is sent, or with --json a JSON line once
@@ -90,7 +91,7 @@ export async function send(args: string[]): Promise<void> {
   for (const path of paths) {
     let result =
       path === STDIN
-        ? await sendStdin(rename!, options)
+        ? await sendStdin(rename, options)
         : isDirectory.get(path)
           ? await sendDirectory(path, options, rename)
           : await sendFile(path, options, rename).finally(() => options.sent.save());

@@ -11,16 +11,15 @@ export const STDIN = "-";
 const MAX_DOWNLOADS = 1_000_000;
 
 /**
- * `--name`: required with `-`, allowed with one path, and held to the relay's name rule here so
- * that a bad one is a usage error before anything is read.
+ * `--name`: allowed with one path or `-` (which is otherwise named by its type, see
+ * stdin-name.ts), and held to the relay's name rule here so that a bad one is a usage error
+ * before anything is read.
  */
 export function checkedName(name: string | undefined, paths: string[]): string | undefined {
   const stdin = paths.filter((path) => path === STDIN).length;
-  if (name === undefined) {
-    if (stdin > 0)
-      throw new UsageError(`sending - (standard input) needs --name; usage: ${USAGE.send}`);
-    return undefined;
-  }
+  if (stdin > 1)
+    throw new UsageError(`- (standard input) can be sent only once; usage: ${USAGE.send}`);
+  if (name === undefined) return undefined;
   if (paths.length !== 1) {
     throw new UsageError(`--name names one file; give one path or -; usage: ${USAGE.send}`);
   }

@@ -5,6 +5,7 @@ import type { SendResult } from "./send-result.js";
 import { sendStored, type SendContext } from "./send-stored.js";
 import type { SentCacheOnDemand } from "./sent-cache.js";
 import { describeInMemory, storedInTemp, type InMemory } from "./small-file.js";
+import { stdinName } from "./stdin-name.js";
 import { spoolStdin } from "./stdin-spool.js";
 
 /** How every file of one `send` goes up. */
@@ -52,15 +53,21 @@ async function sendViaTempFile(small: InMemory, options: SendOptions): Promise<S
  * `send -`: standard input, read as it comes. Whole in memory if it ends within the
  * one-request limit; otherwise spooled to a temp file while it is hashed and gzipped, then
  * sent as any stored bytes are (in parts above the multipart threshold). Never resumed: a
- * later run cannot read the same input again.
+ * later run cannot read the same input again. Without `rename`, named by its sniffed type
+ * (`stdin.txt`, `stdin.png`, `stdin.bin`...).
  */
-export async function sendStdin(name: string, options: SendOptions): Promise<SendResult> {
+export async function sendStdin(
+  rename: string | undefined,
+  options: SendOptions,
+): Promise<SendResult> {
   const spooled = await spoolStdin(process.stdin, options.level);
   if (spooled.kind === "memory") {
+    const name = rename ?? stdinName(spooled.sniffed.contentType);
     const small = describeInMemory(spooled.original, name, spooled.sniffed, options.level);
     return (await sendSmallBytes(small, options)) ?? (await sendViaTempFile(small, options));
   }
   const { size, sha256, contentType, stored } = spooled;
+  const name = rename ?? stdinName(contentType);
   try {
     const { encoding, storedSize, storedSha256 } = stored;
     const declaration = { name, size, sha256, contentType, encoding, storedSize, storedSha256 };
