@@ -1,8 +1,8 @@
 import { app, depsFor } from "./app";
 import type { Bindings } from "./env";
 import { logEvent } from "./log";
-import { sweep } from "./services/sweep";
-import { consumeVerifyBatch } from "./services/verify-queue";
+import { sweep } from "./services/sweep/sweep";
+import { consumeVerifyBatch } from "./services/uploads/verify-queue";
 import type { VerifyJob } from "./verify-job";
 
 /**

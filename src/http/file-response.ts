@@ -5,7 +5,7 @@ import { contentGone, openOriginal, UNTABLED_INFLATE_BUDGET } from "../services/
 import { withKnownLength } from "../content/known-length";
 import { contentDisposition } from "./content-disposition";
 import { parseRange } from "./range";
-import type { ByteBudget } from "../services/link-budget";
+import type { ByteBudget } from "../services/sharing/link-budget";
 
 export { STORE_URL_TTL_MS } from "../storage/blob-store";
 

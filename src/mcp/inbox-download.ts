@@ -5,7 +5,7 @@ import type { Deps } from "../deps";
 import { AppError } from "../errors";
 import { fileResponse, requestedRange } from "../http/file-response";
 import { logEvent } from "../log";
-import { listReadyInbox } from "../services/inbox";
+import { listReadyInbox } from "../services/inbox/inbox";
 import { withKnownLength } from "../content/known-length";
 import { createDownloadToken, verifyDownloadToken } from "./transfer-tokens";
 

@@ -1,7 +1,7 @@
 import { Hono } from "hono";
 import type { AppEnv } from "../app-env";
 import { verifyRelayPartUrl, verifyRelayUploadUrl } from "../auth/upload-url";
-import { receivePart, receiveUpload, type IncomingPut } from "../services/receive-upload";
+import { receivePart, receiveUpload, type IncomingPut } from "../services/uploads/receive-upload";
 
 /** The relay's own signed upload URLs, for stores clients cannot reach (R2). */
 export const blobUploads = new Hono<AppEnv>()

@@ -7,11 +7,11 @@ import { AppError } from "../errors";
 import { fileResponse, STORE_URL_TTL_MS } from "../http/file-response";
 import { idempotencyKeyOf } from "../services/idempotency-key";
 import { readJson } from "../http/json-body";
-import { deliverBody, deliverFile, toDeliveryRecord } from "../services/deliver";
+import { deliverBody, deliverFile, toDeliveryRecord } from "../services/delivery/deliver";
 import { isFileOrigin, FILE_ORIGINS } from "../services/file-origin";
 import { toFileRecord } from "../services/file-record";
-import { visibleFile } from "../services/visible-file";
-import { createLinkBody, createShareLink } from "../services/share-links";
+import { visibleFile } from "../services/sharing/visible-file";
+import { createLinkBody, createShareLink } from "../services/sharing/share-links";
 
 /** Sandboxes see their own files; the operator sees every session's. */
 export const files = new Hono<AppEnv>()

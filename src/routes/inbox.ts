@@ -3,7 +3,7 @@ import type { AppEnv } from "../app-env";
 import { requireCaller, sessionOf } from "../auth/middleware";
 import { ackInboxItem, findInboxItem } from "../db/inbox";
 import { AppError } from "../errors";
-import { listReadyInbox } from "../services/inbox";
+import { listReadyInbox } from "../services/inbox/inbox";
 
 /** Sandbox routes: files waiting for the sandbox, acknowledged once written. */
 export const inbox = new Hono<AppEnv>()

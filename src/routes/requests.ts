@@ -6,8 +6,8 @@ import {
   createRequestBody,
   createUploadRequest,
   uploadRequestState,
-} from "../services/upload-requests";
-import { cancelRequest } from "../services/upload-request-cancel";
+} from "../services/upload-links/upload-requests";
+import { cancelRequest } from "../services/upload-links/cancel";
 
 /**
  * Sandbox routes: ask a person for a file through an upload link, see whether it came, and

@@ -6,7 +6,7 @@ import { findSession } from "../db/sessions";
 import { AppError } from "../errors";
 import { cleanFileName } from "../names";
 import { toFileRecord } from "../services/file-record";
-import { ingest } from "../services/ingest";
+import { ingest } from "../services/inbox/ingest";
 import { mediaType } from "../services/validation";
 
 const SHA256_HEX = /^[0-9a-f]{64}$/;

@@ -7,7 +7,7 @@ import { findSession, insertSession, revokeSession } from "../db/sessions";
 import { AppError } from "../errors";
 import { isId, newId } from "../ids";
 import { readJson } from "../http/json-body";
-import { seedInbox } from "../services/inbox";
+import { seedInbox } from "../services/inbox/inbox";
 import { cleanFileName } from "../names";
 import { byteCount, destination, mediaType } from "../services/validation";
 

@@ -6,7 +6,7 @@ import { findLink, reserveLinkBytes } from "../db/links";
 import { AppError } from "../errors";
 import { fileResponse, STORE_URL_TTL_MS } from "../http/file-response";
 import { acceptsHtml, inlineMime, shareErrorPage, sharePage, wantsPage } from "../http/share-page";
-import { linkBudget, linkUsage } from "../services/link-budget";
+import { linkBudget, linkUsage } from "../services/sharing/link-budget";
 
 /**
  * Share links: anyone holding a valid, unexpired link gets the original bytes, or, in a

@@ -1,7 +1,7 @@
 import { Hono } from "hono";
 import { requireSessionToken, type SessionTokenEnv } from "../auth/middleware";
 import { logEvent, since } from "../log";
-import { singleUpload } from "../services/single-upload";
+import { singleUpload } from "../services/uploads/single-upload";
 
 /**
  * A small file in one request: the declaration in the query, the stored bytes as the body

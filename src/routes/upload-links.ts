@@ -9,9 +9,9 @@ import {
   receiveLinkPart,
   startBody,
   startLinkUpload,
-} from "../services/upload-request-browser";
-import { putToLink } from "../services/upload-request-put";
-import { openLink } from "../services/upload-requests";
+} from "../services/upload-links/browser";
+import { putToLink } from "../services/upload-links/put";
+import { openLink } from "../services/upload-links/upload-requests";
 
 /** Errors a person opening a link sees as a page rather than JSON. */
 const PAGE_ERRORS = new Set(["not_found", "link_exhausted", "link_expired"]);

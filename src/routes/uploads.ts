@@ -3,8 +3,8 @@ import type { AppEnv } from "../app-env";
 import { requireCaller, sessionOf } from "../auth/middleware";
 import { readJson } from "../http/json-body";
 import { logEvent, since } from "../log";
-import { completeUpload, uploadState } from "../services/complete-upload";
-import { declareUpload, declareUploadBody } from "../services/declare-upload";
+import { completeUpload, uploadState } from "../services/uploads/complete-upload";
+import { declareUpload, declareUploadBody } from "../services/uploads/declare-upload";
 
 /** Sandbox routes: declare an upload, see where it stands (to resume it), complete it. */
 export const uploads = new Hono<AppEnv>()

@@ -4,7 +4,7 @@ import { AppError } from "../errors";
 import { readCappedText } from "../http/json-body";
 import { logEvent, since } from "../log";
 import type { PlatformName } from "../platforms";
-import { receiveAttachments } from "../services/inbox";
+import { receiveAttachments } from "../services/inbox/inbox";
 
 const PLATFORMS: readonly PlatformName[] = ["telegram", "discord", "slack", "whatsapp"];
 

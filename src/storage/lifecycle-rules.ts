@@ -2,7 +2,7 @@
  * The bucket's lifecycle rules, as data. `npm run bucket:lifecycle` applies them (S3:
  * PutBucketLifecycleConfiguration; R2: `wrangler r2 bucket lifecycle add`).
  *
- * The scheduled sweep (src/services/sweep.ts) is what deletes blobs on time: it knows,
+ * The scheduled sweep (src/services/sweep/sweep.ts) is what deletes blobs on time: it knows,
  * from D1, which files still use a blob. These rules are the safety net for objects the
  * sweep never reaches, and they count an object's age from its upload, which a dedup
  * hit does not reset: a blob first uploaded on day 0 and deduplicated on day 6 is used

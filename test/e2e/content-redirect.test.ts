@@ -73,7 +73,7 @@ describe("GET /v1/files/:id/content on s3 (wrangler dev, strict S3)", () => {
 
   /**
    * Waits for the verify queue to settle a file stored since `since`: its last store read is
-   * the sniff of the file's head (src/services/archive-listing.ts), in the relay's own request.
+   * the sniff of the file's head (src/services/sharing/archive-listing.ts), in the relay's own request.
    * Until then that read could land in a later test's watch.
    */
   async function settled(since: number): Promise<void> {

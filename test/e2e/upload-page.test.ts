@@ -10,7 +10,7 @@ import { prepareShim, runShim } from "../shim/run-shim";
 import { ARTIFACTS, launchChromium } from "../support/chromium";
 import { type RunningRelay } from "../support/relay";
 import { sharedRelay } from "../support/shared-relay";
-import type { CreatedRequest } from "../../src/services/upload-requests";
+import type { CreatedRequest } from "../../src/services/upload-links/upload-requests";
 
 const sha256 = (bytes: Uint8Array) => createHash("sha256").update(bytes).digest("hex");
 

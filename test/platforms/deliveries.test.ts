@@ -1,6 +1,6 @@
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import type { DeliveryRecord } from "../../src/services/deliver";
+import type { DeliveryRecord } from "../../src/services/delivery/deliver";
 import { logText, randomBytes, sha256Hex, TINY_PNG } from "../support/bytes";
 import { PlatformFakes, uniqueChatId } from "../support/platform-fakes";
 import { errorOf, RelayClient } from "../support/relay-client";

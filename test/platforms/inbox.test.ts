@@ -1,7 +1,7 @@
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { isCleanFileName } from "../../src/names";
-import type { InboxRecord } from "../../src/services/inbox";
+import type { InboxRecord } from "../../src/services/inbox/inbox";
 import { blobKey } from "../../src/storage";
 import { randomBytes, sha256Hex } from "../support/bytes";
 import { PlatformFakes, uniqueChatId } from "../support/platform-fakes";

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { sniffMediaKind } from "../../src/platforms/media-kind";
 import { DEFAULT_TIERS, planDelivery } from "../../src/platforms/tiers";
-import { linkMessage } from "../../src/services/deliver";
+import { linkMessage } from "../../src/services/delivery/deliver";
 import { TINY_PNG } from "../support/bytes";
 
 const MB = 1_000_000;

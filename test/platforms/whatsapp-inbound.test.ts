@@ -1,7 +1,7 @@
 import { env } from "cloudflare:test";
 import { describe, expect, inject, it } from "vitest";
 import { bytesToHex } from "../../src/encoding";
-import type { InboxRecord } from "../../src/services/inbox";
+import type { InboxRecord } from "../../src/services/inbox/inbox";
 import type { RecordedRequestJson } from "../fixtures/platforms/recorder";
 import type { WhatsAppMediaRef } from "../fixtures/platforms/whatsapp-fake";
 import { randomBytes, sha256Hex } from "../support/bytes";

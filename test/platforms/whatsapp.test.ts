@@ -1,7 +1,7 @@
 import { env } from "cloudflare:test";
 import { describe, expect, inject, it } from "vitest";
 import type { RecordedRequestJson } from "../fixtures/platforms/recorder";
-import type { DeliveryRecord } from "../../src/services/deliver";
+import type { DeliveryRecord } from "../../src/services/delivery/deliver";
 import { randomBytes, sha256Hex, TINY_PNG } from "../support/bytes";
 import { PlatformFakes, uniqueChatId } from "../support/platform-fakes";
 import { errorOf, RelayClient } from "../support/relay-client";

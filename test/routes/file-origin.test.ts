@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { AirlockClient, AirlockError, type FileOrigin } from "../../sdk/src/index";
 import { hexToBase64 } from "../../src/encoding";
 import type { FileRecord } from "../../src/wire-types";
-import type { CreatedRequest } from "../../src/services/upload-requests";
+import type { CreatedRequest } from "../../src/services/upload-links/upload-requests";
 import { backends } from "../support/backends";
 import { randomBytes, sha256Hex } from "../support/bytes";
 import { PlatformFakes, uniqueChatId } from "../support/platform-fakes";

@@ -1,7 +1,7 @@
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { hexToBase64 } from "../../src/encoding";
-import type { CreatedRequest } from "../../src/services/upload-requests";
+import type { CreatedRequest } from "../../src/services/upload-links/upload-requests";
 import type { DeliveryRecord, FileRecord, UploadAnswer } from "../../src/wire-types";
 import { backends } from "../support/backends";
 import { logText, randomBytes, sha256Hex } from "../support/bytes";

@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest";
 import { readConfig } from "../../src/config";
 import { partSizeFor } from "../../src/part-plan";
-import { RESUME_WINDOW_MS } from "../../src/services/multipart-upload";
-import { uploadState } from "../../src/services/complete-upload";
-import { STALE_UPLOAD_GRACE_MS, sweep } from "../../src/services/sweep";
+import { RESUME_WINDOW_MS } from "../../src/services/uploads/multipart-upload";
+import { uploadState } from "../../src/services/uploads/complete-upload";
+import { STALE_UPLOAD_GRACE_MS, sweep } from "../../src/services/sweep/sweep";
 import { findSession } from "../../src/db/sessions";
 import { MultipartUploadGoneError } from "../../src/storage/blob-store";
 import { blobKey, createBlobStore } from "../../src/storage";

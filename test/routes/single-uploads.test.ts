@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { readConfig } from "../../src/config";
 import { sessionUsage } from "../../src/db/sessions";
-import { SINGLE_UPLOAD_MAX_BYTES } from "../../src/services/single-upload";
+import { SINGLE_UPLOAD_MAX_BYTES } from "../../src/services/uploads/single-upload";
 import { createBlobStore, uploadKey } from "../../src/storage";
 import { backends } from "../support/backends";
 import { gzip, logText, randomBytes, sha256Hex } from "../support/bytes";

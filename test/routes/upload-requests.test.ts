@@ -8,7 +8,7 @@ import { backends } from "../support/backends";
 import { randomBytes, sha256Hex } from "../support/bytes";
 import { ADMIN_TOKEN, errorOf, ORIGIN, RelayClient } from "../support/relay-client";
 import { partBytes, partDigests } from "../support/send";
-import type { CreatedRequest } from "../../src/services/upload-requests";
+import type { CreatedRequest } from "../../src/services/upload-links/upload-requests";
 
 const MiB = 1024 * 1024;
 /** Two parts: one full 8 MiB part and a short last one. */

@@ -2,7 +2,7 @@ import { createHash, randomBytes } from "node:crypto";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { CreatedRequest } from "../../src/services/upload-requests";
+import type { CreatedRequest } from "../../src/services/upload-links/upload-requests";
 import type { FileRecord, InboxRecord } from "../../src/wire-types";
 import { startFakePlatforms, type FakePlatforms } from "../fixtures/platforms/start-fake-platforms";
 import { startRelay, type RunningRelay } from "../support/relay";

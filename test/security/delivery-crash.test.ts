@@ -14,7 +14,7 @@ import { startRelay, type RunningRelay } from "../support/relay";
 import { s3Vars } from "../support/s3-vars";
 import { prepareShim, relayEnv, runShim } from "../shim/run-shim";
 import { shimScratchDir } from "../shim/scratch-dir";
-import { LAPSED_DELIVERY_REASON } from "../../src/services/delivery-lease";
+import { LAPSED_DELIVERY_REASON } from "../../src/services/delivery/lease";
 
 // Issue 24 §3: `kill -9` of the relay while a Telegram delivery is in flight. The delivery's
 // lease lapses, a retry with the same Idempotency-Key takes it over and delivers (and, once a

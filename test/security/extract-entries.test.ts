@@ -7,7 +7,7 @@ import { relaySuite } from "../support/relay-suite";
 import { putToLink } from "../support/upload-link";
 import { failureLine, relayEnv } from "../shim/run-shim";
 import { runDriver, shimDrivers } from "../shim/shims";
-import type { CreatedRequest } from "../../src/services/upload-requests";
+import type { CreatedRequest } from "../../src/services/upload-links/upload-requests";
 
 // Issue 24 §3: a person holding only an upload link sends an archive of many tiny entries (a
 // few hundred KB that would make tens of thousands of files); the sandbox's `pull --extract`

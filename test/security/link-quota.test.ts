@@ -12,7 +12,7 @@ import { putToLink, startLinkUpload } from "../support/upload-link";
 import { failureLine, prepareShim, relayEnv, runShim } from "../shim/run-shim";
 import { runDriver, shimDrivers } from "../shim/shims";
 import { shimScratchDir } from "../shim/scratch-dir";
-import type { CreatedRequest } from "../../src/services/upload-requests";
+import type { CreatedRequest } from "../../src/services/upload-links/upload-requests";
 
 // Issue 24 §2, run the way each side runs it: the link holder with nothing but the link, the
 // sandbox with nothing but its token and the shims. A link's limit is the smaller of its

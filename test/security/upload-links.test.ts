@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type RunningRelay } from "../support/relay";
 import { sharedRelay } from "../support/shared-relay";
 import { putToLink, startLinkUpload } from "../support/upload-link";
-import type { CreatedRequest } from "../../src/services/upload-requests";
+import type { CreatedRequest } from "../../src/services/upload-links/upload-requests";
 
 const sha256 = (bytes: Uint8Array) => createHash("sha256").update(bytes).digest("hex");
 const base64 = (hex: string) => Buffer.from(hex, "hex").toString("base64");

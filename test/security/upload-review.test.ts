@@ -7,7 +7,7 @@ import { relaySuite } from "../support/relay-suite";
 import { identityDeclaration } from "../support/declarations";
 import { s3Vars } from "../support/s3-vars";
 import { putToLink, startLinkUpload } from "../support/upload-link";
-import type { CreatedRequest } from "../../src/services/upload-requests";
+import type { CreatedRequest } from "../../src/services/upload-links/upload-requests";
 
 /**
  * Uploads and upload links attacked: another session's upload id, content outside the

@@ -6,10 +6,10 @@ import { findSession } from "../../src/db/sessions";
 import { findUploadRequest } from "../../src/db/upload-requests";
 import { hexToBase64 } from "../../src/encoding";
 import worker from "../../src/index";
-import { declareUpload } from "../../src/services/declare-upload";
+import { declareUpload } from "../../src/services/uploads/declare-upload";
 import { partSizeFor } from "../../src/part-plan";
-import { STALE_UPLOAD_GRACE_MS, sweep } from "../../src/services/sweep";
-import { EXPIRED_REQUEST_GRACE_MS } from "../../src/services/upload-request-sweep";
+import { STALE_UPLOAD_GRACE_MS, sweep } from "../../src/services/sweep/sweep";
+import { EXPIRED_REQUEST_GRACE_MS } from "../../src/services/upload-links/sweep";
 import { createBlobStore, uploadKey } from "../../src/storage";
 import { MultipartUploadGoneError } from "../../src/storage/blob-store";
 import { backends } from "../support/backends";
@@ -25,7 +25,7 @@ import {
   type UploadAnswer,
 } from "../support/send";
 import { depsAt as depsAtClock } from "../support/deps";
-import type { CreatedRequest } from "../../src/services/upload-requests";
+import type { CreatedRequest } from "../../src/services/upload-links/upload-requests";
 
 const DAY = 86_400_000;
 

@@ -7,7 +7,7 @@ import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import type { SendResult } from "../../agent-shim/src/upload/send-result";
-import { SINGLE_UPLOAD_MAX_BYTES } from "../../src/services/single-upload-limit";
+import { SINGLE_UPLOAD_MAX_BYTES } from "../../src/services/uploads/single-upload-limit";
 import { failureLine } from "./run-shim";
 import { sentLine } from "./sent-line";
 import { POSIX_SHIM, busyboxOnlyPath, required, shimDrivers, type ShimDriver } from "./shims";

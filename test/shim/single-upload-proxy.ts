@@ -5,7 +5,7 @@ import { createHash, randomBytes } from "node:crypto";
 import { mkdtemp, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect } from "vitest";
-import { SINGLE_UPLOAD_MAX_BYTES } from "../../src/services/single-upload-limit";
+import { SINGLE_UPLOAD_MAX_BYTES } from "../../src/services/uploads/single-upload-limit";
 import { relaySuite, type RelaySuite } from "../support/relay-suite";
 import { startFlakyProxy, type FlakyProxy } from "./flaky-proxy";
 import { relayEnv, type ShimResult } from "./run-shim";

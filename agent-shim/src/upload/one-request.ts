@@ -6,7 +6,7 @@ import { DigestStream } from "./digest.js";
 import { changedWhileSending, type StoredBytes } from "./prepare.js";
 import type { FullDeclaration, Sent } from "./send-stored.js";
 
-export { SINGLE_UPLOAD_MAX_BYTES } from "../../../src/services/single-upload-limit.js";
+export { SINGLE_UPLOAD_MAX_BYTES } from "../../../src/services/uploads/single-upload-limit.js";
 
 /**
  * Sends a small file in one request (`POST /v1/single-uploads`): the relay declares, stores,

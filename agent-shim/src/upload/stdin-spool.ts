@@ -4,7 +4,7 @@ import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { CliError, fsError } from "../cli/errors.js";
 import { MIN_PART_BYTES } from "../../../src/part-plan.js";
-import { SINGLE_UPLOAD_MAX_BYTES } from "../../../src/services/single-upload-limit.js";
+import { SINGLE_UPLOAD_MAX_BYTES } from "../../../src/services/uploads/single-upload-limit.js";
 import { DigestStream } from "./digest.js";
 import { MEMBER_SPAN, MemberLog, SpanPool, gzipMembers, spansOf } from "./gzip-members.js";
 import { PartDigestStream } from "./part-digests.js";

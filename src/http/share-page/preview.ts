@@ -1,9 +1,9 @@
 import { findArchiveListing } from "../../db/archive-listings";
 import type { FileRow } from "../../db/files";
 import type { Deps } from "../../deps";
-import type { LinkUsage } from "../../services/link-budget";
+import type { LinkUsage } from "../../services/sharing/link-budget";
 import { readHead } from "../../services/original-bytes";
-import type { TarListing } from "../../services/tar-listing";
+import type { TarListing } from "../../services/sharing/tar-listing";
 import { PREVIEW_BYTES, sniffKind, type InlineKind } from "./preview-kind";
 import { isActiveContent, textSample, type TextSample } from "./text-sample";
 

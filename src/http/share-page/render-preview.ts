@@ -3,7 +3,7 @@ import { writtenOut } from "../../names";
 import { humanSize } from "../../services/human-size";
 import { lines, type Html } from "./html";
 import type { Preview } from "./preview";
-import { TAR_LIMITS, type TarListing } from "../../services/tar-listing";
+import { TAR_LIMITS, type TarListing } from "../../services/sharing/tar-listing";
 
 /** Same-origin URLs relative to the page (`/d/<token>`), so the token is never repeated. */
 const INLINE = "?inline=1";

@@ -1,0 +1,103 @@
+import { findUpload } from "../../db/uploads";
+import type { Deps } from "../../deps";
+import { hexToBase64 } from "../../encoding";
+import { AppError } from "../../errors";
+import { partLength } from "../../part-plan";
+import { ContentRejectedError, MultipartUploadGoneError } from "../../storage/blob-store";
+import { isMultipart, multipartTarget, uploadGone, type MultipartUpload } from "./multipart-upload";
+
+/** The parts of a relay-bound PUT the relay checks before any byte is stored. */
+export interface IncomingPut {
+  contentLength: string | undefined;
+  checksum: string | undefined;
+  body: ReadableStream | null;
+}
+
+/**
+ * Receives a PUT to the relay's own upload URL (stores the relay fronts, like R2) and
+ * streams it into the store, which verifies the SHA-256 as it writes.
+ */
+export async function receiveUpload(deps: Deps, uploadId: string, put: IncomingPut): Promise<void> {
+  const receive = deps.store.receiveUpload?.bind(deps.store);
+  if (!receive) throw new AppError("not_found", "this relay's store takes uploads directly");
+  const upload = await findUpload(deps.db, uploadId);
+  if (!upload) throw new AppError("upload_not_found");
+  if (upload.status !== "pending")
+    throw new AppError("upload_already_completed", `upload is ${upload.status}`);
+
+  if (upload.multipart) throw new AppError("invalid_request", "this upload goes up in parts");
+  checkPutHeaders(put, upload.storedSize, upload.storedSha256);
+  const body = put.body ?? new Blob([]).stream();
+  await rejectingContent(
+    receive(upload.storedKey, body, { size: upload.storedSize, sha256Hex: upload.storedSha256 }),
+  );
+}
+
+/**
+ * Receives one part of a multipart upload (stores the relay fronts) and streams it into
+ * the store, hashing it on the way: a part is recorded only if it is the declared bytes.
+ */
+export async function receivePart(
+  deps: Deps,
+  uploadId: string,
+  partNumber: number,
+  put: IncomingPut,
+): Promise<void> {
+  const receive = deps.store.receivePart?.bind(deps.store);
+  if (!receive) throw new AppError("not_found", "this relay's store takes uploads directly");
+  const upload = await findUpload(deps.db, uploadId);
+  if (!upload || !isMultipart(upload)) throw new AppError("upload_not_found");
+  if (upload.status !== "pending")
+    throw new AppError("upload_already_completed", `upload is ${upload.status}`);
+  const part = checkedPart(upload, partNumber, put);
+  const body = put.body ?? new Blob([]).stream();
+  try {
+    await rejectingContent(receive(multipartTarget(upload), part, body));
+  } catch (error) {
+    throw error instanceof MultipartUploadGoneError ? uploadGone() : error;
+  }
+}
+
+/** Part `partNumber` of the upload as its PUT must carry it: its length and SHA-256, checked. */
+export function checkedPart(
+  upload: MultipartUpload,
+  partNumber: number,
+  put: IncomingPut,
+): { partNumber: number; size: number; sha256Hex: string } {
+  const { partSize, partSha256 } = upload.multipart;
+  const sha256Hex = partSha256[partNumber - 1];
+  if (!Number.isInteger(partNumber) || sha256Hex === undefined) {
+    throw new AppError("invalid_request", `this upload has parts 1 to ${partSha256.length}`);
+  }
+  const size = partLength(upload.storedSize, partSize, partNumber);
+  checkPutHeaders(put, size, sha256Hex);
+  return { partNumber, size, sha256Hex };
+}
+
+/** The checks every relay-bound PUT passes before a byte is stored. */
+export function checkPutHeaders(put: IncomingPut, size: number, sha256Hex: string): void {
+  if (put.contentLength !== String(size)) {
+    throw new AppError("length_mismatch", `Content-Length must be ${size}`);
+  }
+  if (put.checksum !== hexToBase64(sha256Hex)) {
+    throw new AppError(
+      "checksum_mismatch",
+      "x-amz-checksum-sha256 must be the declared SHA-256 in base64",
+    );
+  }
+}
+
+/** A store's refusal of a body becomes the matching 400. */
+async function rejectingContent(write: Promise<void>): Promise<void> {
+  try {
+    await write;
+  } catch (error) {
+    if (error instanceof ContentRejectedError) {
+      throw new AppError(
+        error.reason === "checksum" ? "checksum_mismatch" : "length_mismatch",
+        error.message,
+      );
+    }
+    throw error;
+  }
+}
