@@ -48,7 +48,9 @@ export default defineConfig({
           testTimeout: 60_000,
           hookTimeout: 120_000,
           // Two files at a time: most of a file's time is spent waiting on relays, shims and
-          // queues, not on this machine's two cores. Run after the workers project.
+          // queues, not on this machine's two cores (three were no faster on two cores). `npm
+          // test` runs this project beside the workers project (scripts/run-tests.mjs); a plain
+          // `vitest run` runs it after.
           maxWorkers: 2,
           sequence: { groupOrder: 1 },
           globalSetup: ["./test/support/shared-relay.setup.ts"],

@@ -9,6 +9,7 @@ import { blobKey } from "../../storage";
 import { humanSize } from "../human-size";
 import { passThroughDigest } from "../../content/stream-digest";
 import type { FileOrigin } from "../file-origin";
+import { logEvent } from "../../log";
 
 export interface IngestInput {
   sessionId: string;
@@ -123,6 +124,10 @@ export async function ingest(deps: Deps, input: IngestInput): Promise<FileRow> {
     if (mayBeArchive(file)) await deps.verifyQueue.send({ fileId: file.id });
     return file;
   } finally {
-    await store.delete(staging);
+    // Clean-up only: a staging object left by a failed delete expires by the bucket's
+    // `staging/` rule within a day, so it must not turn a stored file into an error.
+    await store.delete(staging).catch((error: unknown) => {
+      logEvent("staging_delete_failed", { key: staging, error: String(error) }, "warn");
+    });
   }
 }
