@@ -31,6 +31,9 @@ export default defineConfig({
         test: {
           name: "workers",
           sequence: { groupOrder: 0 },
+          // Beside the node project (npm test runs both at once) a test's few seconds of CPU
+          // in workerd can take several times as long: 5 s (Vitest's default) cut one off.
+          testTimeout: 30_000,
           include: ["test/{routes,storage,auth,db,http,services,platforms}/**/*.test.ts"],
           setupFiles: ["./test/apply-migrations.ts"],
           globalSetup: [
