@@ -4,13 +4,24 @@
 // The POSIX fallback, agent-shim/airlock.sh, and the Python shim, agent-shim/airlock.py, are
 // embedded as they are (with their version set) for GET /shim/airlock.sh and /shim/airlock.py.
 import { build } from "esbuild";
-import { chmod, mkdir, readFile } from "node:fs/promises";
+import { chmod, mkdir, readFile, readdir } from "node:fs/promises";
 import { writeIfChanged } from "./write-if-changed.mjs";
 import { fileURLToPath } from "node:url";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 const outfile = `${root}dist/airlock.mjs`;
 const generated = `${root}src/shim/bundle.generated.ts`;
+
+/**
+ * The Python and POSIX shims are each served as one file but written as parts by concern
+ * (`agent-shim/python/NN-*.py`, `agent-shim/posix/NN-*.sh`): the file is the parts joined in
+ * order, written to `agent-shim/airlock.py` / `airlock.sh` (not tracked; made by every build).
+ */
+async function concatenated(dir, extension) {
+  const names = (await readdir(`${root}${dir}`)).filter((n) => n.endsWith(extension)).sort();
+  const parts = await Promise.all(names.map((n) => readFile(`${root}${dir}/${n}`, "utf8")));
+  return parts.join("");
+}
 
 const { version } = JSON.parse(await readFile(`${root}package.json`, "utf8"));
 
@@ -64,8 +75,8 @@ const json = JSON.stringify(served, null, 1).replace(
 );
 if (json.includes('"""')) throw new Error('an MCP tool definition holds """');
 const block = /(# BEGIN generated MCP tools[^\n]*\n)[\s\S]*?(# END generated MCP tools)/;
-const py = await readFile(pyPath, "utf8");
-if (!block.test(py)) throw new Error("agent-shim/airlock.py lacks its generated MCP tools block");
+const py = await concatenated("agent-shim/python", ".py");
+if (!block.test(py)) throw new Error("agent-shim/python lacks its generated MCP tools block");
 await writeIfChanged(
   pyPath,
   py.replace(
@@ -73,9 +84,13 @@ await writeIfChanged(
     (_, begin, end) => `${begin}MCP_SERVED = json.loads(r"""\n${json}\n""")\n${end}`,
   ),
 );
+await chmod(pyPath, 0o755);
+const shPath = `${root}agent-shim/airlock.sh`;
+await writeIfChanged(shPath, await concatenated("agent-shim/posix", ".sh"));
+await chmod(shPath, 0o755);
 
 const source = await readFile(outfile, "utf8");
-const shSource = (await readFile(`${root}agent-shim/airlock.sh`, "utf8")).replace(
+const shSource = (await readFile(shPath, "utf8")).replace(
   /^VERSION='[^']*'/m,
   `VERSION='${version}'`,
 );
