@@ -1,5 +1,3 @@
-import { createHash } from "node:crypto";
-import { z } from "zod";
 import {
   findFileByIdempotencyKey,
   insertFileOfUploadStatement,
@@ -14,13 +12,9 @@ import type { Deps } from "../../deps";
 import { AppError } from "../../errors";
 import { checkLive, liveSession } from "../../auth/live-session";
 import { idempotencyKeyOf } from "../idempotency-key";
-import { digestMembers } from "../../content/gzip-member-digest";
 import { newId } from "../../ids";
 import { logEvent } from "../../log";
 import { uploadKey } from "../../storage";
-import { ContentRejectedError } from "../../storage/blob-store";
-import type { MemberTable } from "../../content/gzip-members";
-import { declareUploadBody } from "./declare-upload";
 import { fileOfUpload } from "./complete-upload";
 import {
   checkDeclaredSize,
@@ -29,41 +23,17 @@ import {
   sizeMismatch,
 } from "./declared-limits";
 import { toFileRecord, type FileRecord } from "../file-record";
+import { storeChecked } from "./single-upload-bytes";
+import {
+  invalidRequest,
+  parseDeclaration,
+  singleUploadQuery,
+  type SingleDeclared,
+} from "./single-upload-query";
 import { rejectUpload } from "./reject-upload";
-import { SINGLE_UPLOAD_MAX_BYTES } from "./single-upload-limit";
 import { blobOf } from "./verify-upload";
 
 export { SINGLE_UPLOAD_MAX_BYTES } from "./single-upload-limit";
-
-const decimal = z
-  .string()
-  .regex(/^\d{1,16}$/, "must be a whole number")
-  .transform(Number);
-
-/** The query of `POST /v1/single-uploads`: a declaration's fields; `storedSize` is the body's length. */
-const singleUploadQuery = z
-  .object({
-    name: z.string(),
-    size: decimal,
-    sha256: z.string(),
-    contentType: z.string().optional(),
-    encoding: z.string(),
-    storedSha256: z.string(),
-    /** The gzip member table (docs/api.md): `memberSpan=<span>&memberSizes=<s1>,<s2>,...`. */
-    memberSpan: decimal.optional(),
-    memberSizes: z
-      .string()
-      .regex(/^\d{1,16}(,\d{1,16}){0,9999}$/, "must be whole numbers separated by commas")
-      .transform((sizes) => sizes.split(",").map(Number))
-      .optional(),
-  })
-  .strict()
-  .refine((q) => (q.memberSpan === undefined) === (q.memberSizes === undefined), {
-    message: "memberSpan and memberSizes go together",
-    path: ["memberSpan"],
-  });
-
-type SingleUploadQuery = z.infer<typeof singleUploadQuery>;
 
 /** A one-request upload as it arrives: what it declares, and the stored bytes. */
 export interface SingleUpload {
@@ -73,18 +43,6 @@ export interface SingleUpload {
   body: ReadableStream<Uint8Array> | null;
   /** The `Idempotency-Key` header, if sent; checked here (`idempotencyKeyOf`). */
   idempotencyKey: string | undefined;
-}
-
-/** A one-request declaration, checked as a declare's body is; the stored fields always given. */
-interface SingleDeclared {
-  name: string;
-  size: number;
-  sha256: string;
-  contentType?: string | undefined;
-  encoding: "identity" | "gzip";
-  storedSize: number;
-  storedSha256: string;
-  members?: MemberTable | undefined;
 }
 
 /**
@@ -263,85 +221,6 @@ function dedupFile(deps: Deps, sessionId: string, declared: SingleDeclared, now:
   };
 }
 
-/** The declaration a one-request upload makes, checked as a declare's body is. */
-function parseDeclaration(
-  query: SingleUploadQuery,
-  contentLength: string | undefined,
-): SingleDeclared {
-  if (contentLength === undefined) throw new AppError("length_required");
-  if (!/^\d{1,16}$/.test(contentLength)) {
-    throw new AppError("invalid_request", "Content-Length must be a whole number");
-  }
-  const storedSize = Number(contentLength);
-  if (storedSize > SINGLE_UPLOAD_MAX_BYTES) {
-    throw new AppError(
-      "payload_too_large",
-      `${storedSize} stored bytes are over the ${SINGLE_UPLOAD_MAX_BYTES}-byte limit of a ` +
-        "one-request upload; declare it with POST /v1/uploads",
-    );
-  }
-  const { memberSpan, memberSizes, ...fields } = query;
-  const members =
-    memberSpan === undefined || memberSizes === undefined
-      ? undefined
-      : { span: memberSpan, storedSizes: memberSizes };
-  const result = declareUploadBody.safeParse({ ...fields, members, storedSize });
-  if (!result.success) throw invalidRequest(result.error);
-  const { encoding = "identity", storedSha256 = query.storedSha256 } = result.data;
-  return { ...result.data, encoding, storedSize, storedSha256 };
-}
-
-/** A failed zod check as the relay's 400, worded as `readJson` words a bad body. */
-function invalidRequest(error: z.ZodError): AppError {
-  const issue = error.issues[0];
-  const where = issue && issue.path.length > 0 ? `${issue.path.join(".")}: ` : "";
-  return new AppError("invalid_request", `${where}${issue?.message ?? "invalid request"}`);
-}
-
-/**
- * Reads the body (at most `SINGLE_UPLOAD_MAX_BYTES`, natively: no script runs per chunk),
- * hashes it and, for gzip, inflates it (cut off at the declared size; with a member table,
- * member by member, each cut off at its span) and hashes the original bytes; only bytes that are exactly the declared ones go to the upload's key, where the
- * store verifies the stored SHA-256 again. Throws `length_mismatch` for a body that is not
- * `storedSize` bytes long and `content_mismatch` for any other difference.
- */
-async function storeChecked(deps: Deps, upload: Upload, body: ReadableStream<Uint8Array>) {
-  const bytes = await readExactly(body, upload.storedSize);
-  if (sha256Hex(bytes) !== upload.storedSha256) throw contentMismatch();
-  if (upload.encoding === "gzip") {
-    // With a member table, each member inflates on its own to its span and ends at its size;
-    // without, the bytes are one member inflating to the declared size.
-    const table = upload.members ?? { span: upload.size, storedSizes: [bytes.byteLength] };
-    const stored = new Blob([bytes]).stream();
-    const original = await digestMembers(stored, table, upload.size).catch(() => null);
-    if (original?.sha256Hex !== upload.sha256) throw contentMismatch();
-  }
-  const expected = { size: upload.storedSize, sha256Hex: upload.storedSha256 };
-  await deps.store.put(upload.storedKey, bytes, expected).catch((error: unknown) => {
-    if (!(error instanceof ContentRejectedError)) throw error;
-    throw error.reason === "length" ? lengthMismatch(upload) : contentMismatch();
-  });
-}
-
-/** The whole body, which must be exactly `size` bytes long. */
-async function readExactly(body: ReadableStream<Uint8Array>, size: number): Promise<Uint8Array> {
-  const exact = new FixedLengthStream(size);
-  const piped = body.pipeTo(exact.writable);
-  const read = new Response(exact.readable).arrayBuffer();
-  const [pipe, bytes] = await Promise.allSettled([piped, read]);
-  if (pipe.status === "rejected" || bytes.status === "rejected")
-    throw lengthMismatch({ storedSize: size });
-  return new Uint8Array(bytes.value);
-}
-
-function sha256Hex(bytes: Uint8Array): string {
-  return createHash("sha256").update(bytes).digest("hex");
-}
-
-function lengthMismatch(upload: Pick<Upload, "storedSize">): AppError {
-  return new AppError("length_mismatch", `the body was not ${upload.storedSize} bytes long`);
-}
-
 /**
  * Completes the upload, inserts its file (verified, with the `Idempotency-Key` if any) and
  * records its blob in one transaction, then queues the settling. When the session gave a file
@@ -383,11 +262,4 @@ async function register(
     logEvent("verify_queue_send_failed", { uploadId: upload.id, error: String(error) }, "error"),
   );
   return toFileRecord(deps, file, origin);
-}
-
-function contentMismatch(): AppError {
-  return new AppError(
-    "content_mismatch",
-    "the uploaded bytes are not the declared content (size or SHA-256); nothing was kept",
-  );
 }
