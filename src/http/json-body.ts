@@ -2,6 +2,7 @@ import type { Context } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import type { z } from "zod";
 import { AppError } from "../errors";
+import { invalidRequest } from "../services/validation";
 
 /** The most any JSON API body may take: every route's body is far smaller. */
 export const MAX_JSON_BODY_BYTES = 1024 * 1024;
@@ -44,10 +45,6 @@ export async function readJson<T extends z.ZodType>(
     }
   }
   const result = schema.safeParse(value);
-  if (!result.success) {
-    const issue = result.error.issues[0];
-    const where = issue && issue.path.length > 0 ? `${issue.path.join(".")}: ` : "";
-    throw new AppError("invalid_request", `${where}${issue?.message ?? "invalid body"}`);
-  }
+  if (!result.success) throw invalidRequest(result.error, "invalid body");
   return result.data;
 }

@@ -14,6 +14,7 @@ import { createAgentUpload } from "./agent-upload";
 import { durationSeconds } from "./duration";
 import { inboxDownloads, type InboxDownload } from "./inbox-download";
 import { shellWord } from "./shell-word";
+import { invalidRequest } from "../services/validation";
 
 /** Who is calling a tool, and from where (the origin the URLs it hands out point at). */
 export interface ToolContext {
@@ -174,9 +175,7 @@ function checked<T>(schema: z.ZodType<T>, value: Record<string, unknown>): T {
   const defined = Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined));
   const result = schema.safeParse(defined);
   if (result.success) return result.data;
-  const issue = result.error.issues[0];
-  const where = issue && issue.path.length > 0 ? `${issue.path.map(String).join(".")}: ` : "";
-  throw new AppError("invalid_request", `${where}${issue?.message ?? "invalid request"}`);
+  throw invalidRequest(result.error);
 }
 
 function sleep(ms: number, signal: AbortSignal): Promise<void> {

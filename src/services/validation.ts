@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { AppError } from "../errors";
 import { fileNameProblem } from "../names";
 
 /** Hex SHA-256 as the shim and the relay write it. */
@@ -37,3 +38,13 @@ export const destination = z
     /^(telegram:-?\d{1,20}|discord:\d{1,25}|slack:[A-Z0-9]{1,30}|whatsapp:\d{1,20})$/,
     "must be telegram:<chatId>, discord:<channelId>, slack:<channelId> or whatsapp:<wa_id>",
   );
+
+/**
+ * A failed zod check as the relay's 400: the first issue, after the path of the field it is
+ * about (`name: must not be empty`), as every JSON body, query and tool argument is refused.
+ */
+export function invalidRequest(error: z.ZodError, fallback = "invalid request"): AppError {
+  const issue = error.issues[0];
+  const where = issue && issue.path.length > 0 ? `${issue.path.map(String).join(".")}: ` : "";
+  return new AppError("invalid_request", `${where}${issue?.message ?? fallback}`);
+}

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import type { MemberTable } from "../../content/gzip-members";
 import { AppError } from "../../errors";
+import { invalidRequest } from "../validation";
 import { declareUploadBody } from "./declare-upload";
 import { SINGLE_UPLOAD_MAX_BYTES } from "./single-upload-limit";
 
@@ -72,11 +73,4 @@ export function parseDeclaration(
   if (!result.success) throw invalidRequest(result.error);
   const { encoding = "identity", storedSha256 = query.storedSha256 } = result.data;
   return { ...result.data, encoding, storedSize, storedSha256 };
-}
-
-/** A failed zod check as the relay's 400, worded as `readJson` words a bad body. */
-export function invalidRequest(error: z.ZodError): AppError {
-  const issue = error.issues[0];
-  const where = issue && issue.path.length > 0 ? `${issue.path.join(".")}: ` : "";
-  return new AppError("invalid_request", `${where}${issue?.message ?? "invalid request"}`);
 }

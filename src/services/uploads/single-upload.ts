@@ -24,12 +24,8 @@ import {
 } from "./declared-limits";
 import { toFileRecord, type FileRecord } from "../file-record";
 import { storeChecked } from "./single-upload-bytes";
-import {
-  invalidRequest,
-  parseDeclaration,
-  singleUploadQuery,
-  type SingleDeclared,
-} from "./single-upload-query";
+import { invalidRequest } from "../validation";
+import { parseDeclaration, singleUploadQuery, type SingleDeclared } from "./single-upload-query";
 import { rejectUpload } from "./reject-upload";
 import { blobOf } from "./verify-upload";
 
