@@ -56,6 +56,8 @@ export function eventOf(message: InboundMessage): WebhookEvent | null {
     attachments: [],
     refused: [],
   };
+  if (message.type === "text" && /^\/?airlock$/i.test(textOf(message).trim()))
+    return { ...event, asksChatId: true };
   const type = INBOUND_MEDIA.find((t) => t === message.type);
   const media = type ? (message[type] as InboundMedia | undefined) : undefined;
   if (!type || !media || typeof media.id !== "string" || media.id === "") return event;
@@ -71,4 +73,10 @@ export function eventOf(message: InboundMessage): WebhookEvent | null {
     ref: { mediaId: media.id },
   });
   return event;
+}
+
+/** A text message's words (`text.body`), or "" when it has none. */
+function textOf(message: InboundMessage): string {
+  const text = message.text as { body?: unknown } | undefined;
+  return typeof text?.body === "string" ? text.body : "";
 }
