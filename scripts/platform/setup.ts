@@ -108,16 +108,3 @@ export function relayRefusal(
     );
   return new SetupError(`the relay answered ${status} at ${webhook}`);
 }
-
-/** HMAC-SHA256 in hex, as Slack and WhatsApp sign webhooks. */
-export async function hmacHex(secret: string, text: string): Promise<string> {
-  const key = await crypto.subtle.importKey(
-    "raw",
-    new TextEncoder().encode(secret),
-    { name: "HMAC", hash: "SHA-256" },
-    false,
-    ["sign"],
-  );
-  const mac = await crypto.subtle.sign("HMAC", key, new TextEncoder().encode(text));
-  return Buffer.from(mac).toString("hex");
-}

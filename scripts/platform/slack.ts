@@ -1,5 +1,6 @@
+import { hmacSha256Hex } from "../../src/auth/hmac";
 import { ErrorCode, WebClient, type WebAPICallError } from "@slack/web-api";
-import { callRelay, hmacHex, relayRefusal, SetupError, type Report, type Settings } from "./setup";
+import { callRelay, relayRefusal, SetupError, type Report, type Settings } from "./setup";
 
 /** What the relay needs of a Slack app: read attachments, post files and messages, `/airlock`. */
 const BOT_SCOPES = [
@@ -80,7 +81,7 @@ export async function setUpSlack(relay: string, settings: Settings, report: Repo
       headers: {
         "content-type": "application/json",
         "x-slack-request-timestamp": timestamp,
-        "x-slack-signature": `v0=${await hmacHex(secret, `v0:${timestamp}:${body}`)}`,
+        "x-slack-signature": `v0=${await hmacSha256Hex(secret, `v0:${timestamp}:${body}`)}`,
       },
       body,
     });

@@ -1,4 +1,5 @@
-import { callRelay, hmacHex, relayRefusal, SetupError, type Report, type Settings } from "./setup";
+import { hmacSha256Hex } from "../../src/auth/hmac";
+import { callRelay, relayRefusal, SetupError, type Report, type Settings } from "./setup";
 
 /**
  * WhatsApp: checks the access token against the phone number id (Graph API), Meta's verify
@@ -74,7 +75,7 @@ export async function setUpWhatsApp(
     method: "POST",
     headers: {
       "content-type": "application/json",
-      "x-hub-signature-256": `sha256=${await hmacHex(appSecret, body)}`,
+      "x-hub-signature-256": `sha256=${await hmacSha256Hex(appSecret, body)}`,
     },
     body,
   });

@@ -2,6 +2,7 @@ import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startFakePlatforms, type FakePlatforms } from "../fixtures/platforms/start-fake-platforms";
+import { collectRun, type ShimResult } from "../shim/run-shim";
 import { startRelay, type RunningRelay } from "../support/relay";
 import { sharedRelay } from "../support/shared-relay";
 import { discordKeys } from "../support/webhook-signing";
@@ -13,25 +14,13 @@ const SLACK_SECRET = "setup-slack-signing-secret";
 const WHATSAPP_SECRET = "setup-whatsapp-app-secret";
 const VERIFY_TOKEN = "setup-whatsapp-verify-token";
 
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-/** `npm run platform -- <platform> --relay <url>` as an operator runs it, with only `env` set. */
-function platform(name: string, relay: string, env: Record<string, string>): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [runTs, main, name, "--relay", relay, "--no-dev-vars"], {
-      env: { ...process.env, ...env },
-    });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
-    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
-    child.once("error", reject);
-    child.once("close", (code) => resolve({ code, stdout, stderr }));
+/** `npm run platform -- <platform> --relay <url>` as an operator runs it, with `env` set. */
+function platform(name: string, relay: string, env: Record<string, string>): Promise<ShimResult> {
+  const child = spawn(process.execPath, [runTs, main, name, "--relay", relay, "--no-dev-vars"], {
+    env: { ...process.env, ...env },
+    stdio: ["ignore", "pipe", "pipe"],
   });
+  return collectRun(child);
 }
 
 describe("npm run platform: one command wires each chat platform", () => {

@@ -1,10 +1,9 @@
 import { env } from "cloudflare:test";
 import { describe, expect, inject, it } from "vitest";
-import { bytesToHex } from "../../src/encoding";
 import { CHAT_ID_LIMIT, TOO_OFTEN, chatIdText } from "../../src/services/chat-id";
 import { PlatformFakes, uniqueChatId } from "../support/platform-fakes";
 import { errorOf, RelayClient } from "../support/relay-client";
-import { discordKeys, nowSeconds, slackSignature } from "../support/webhook-signing";
+import { discordKeys, hubSignature, nowSeconds, slackSignature } from "../support/webhook-signing";
 
 const fakes = new PlatformFakes();
 const urls = inject("platforms");
@@ -99,19 +98,11 @@ async function whatsappAsk(from: string, text: string, secret = WHATSAPP_SECRET)
       },
     ],
   });
-  const key = await crypto.subtle.importKey(
-    "raw",
-    new TextEncoder().encode(secret),
-    { name: "HMAC", hash: "SHA-256" },
-    false,
-    ["sign"],
-  );
-  const mac = await crypto.subtle.sign("HMAC", key, new TextEncoder().encode(raw));
   return client.call("POST", "/webhooks/whatsapp", {
     body: raw,
     headers: {
       "content-type": "application/json",
-      "x-hub-signature-256": `sha256=${bytesToHex(mac)}`,
+      "x-hub-signature-256": await hubSignature(secret, raw),
     },
   });
 }
