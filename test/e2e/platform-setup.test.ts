@@ -1,4 +1,7 @@
+import { build } from "esbuild";
 import { spawn } from "node:child_process";
+import { rm } from "node:fs/promises";
+import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startFakePlatforms, type FakePlatforms } from "../fixtures/platforms/start-fake-platforms";
@@ -14,9 +17,22 @@ const SLACK_SECRET = "setup-slack-signing-secret";
 const WHATSAPP_SECRET = "setup-whatsapp-app-secret";
 const VERIFY_TOKEN = "setup-whatsapp-verify-token";
 
-/** `npm run platform -- <platform> --relay <url>` as an operator runs it, with `env` set. */
-function platform(name: string, relay: string, env: Record<string, string>): Promise<ShimResult> {
-  const child = spawn(process.execPath, [runTs, main, name, "--relay", relay, "--no-dev-vars"], {
+const root = fileURLToPath(new URL("../..", import.meta.url));
+/** The command bundled once (as run-ts.mjs bundles it for each run), so each run is one `node`. */
+const bundled = join(root, `node_modules/.cache/platform-setup-test-${process.pid}/main.mjs`);
+
+/**
+ * `npm run platform -- <platform> --relay <url>` as an operator runs it, with `env` set:
+ * through scripts/run-ts.mjs as `npm run platform` does, or the bundle built once.
+ */
+function platform(
+  name: string,
+  relay: string,
+  env: Record<string, string>,
+  via: "run-ts" | "bundle" = "bundle",
+): Promise<ShimResult> {
+  const entry = via === "run-ts" ? [runTs, main] : [bundled];
+  const child = spawn(process.execPath, [...entry, name, "--relay", relay, "--no-dev-vars"], {
     env: { ...process.env, ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
@@ -29,6 +45,15 @@ describe("npm run platform: one command wires each chat platform", () => {
   let settings: Record<string, Record<string, string>>;
 
   beforeAll(async () => {
+    await build({
+      entryPoints: [main],
+      outfile: bundled,
+      bundle: true,
+      platform: "node",
+      format: "esm",
+      packages: "external",
+      logLevel: "warning",
+    });
     const discord = await discordKeys();
     fakes = await startFakePlatforms({ discord: { publicKey: discord.publicKeyHex } });
     settings = {
@@ -60,6 +85,7 @@ describe("npm run platform: one command wires each chat platform", () => {
   afterAll(async () => {
     await relay?.stop();
     await fakes?.stop();
+    await rm(dirname(bundled), { recursive: true, force: true });
   });
 
   it("telegram: setWebhook with the secret and allowed_updates, /airlock in the menu, read back with getWebhookInfo", async () => {
@@ -79,7 +105,7 @@ describe("npm run platform: one command wires each chat platform", () => {
         },
       },
     });
-    const run = await platform("telegram", relay.url, settings.telegram!);
+    const run = await platform("telegram", relay.url, settings.telegram!, "run-ts");
     expect(run.stderr).toBe("");
     expect(run.code).toBe(0);
     const webhook = `${relay.url}/webhooks/telegram`;
