@@ -1,7 +1,6 @@
 // An archive's share link gives one entry (`?entry=N`) or the whole as a zip (`?zip=1`), cut by
 // the relay from the stored archive, on both backends: only clean entries are offered, a capped
 // link is charged for what is sent, and an entry read costs what it serves.
-import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { readConfig } from "../../src/config";
 import { findFileIncludingDeleted } from "../../src/db/files";
@@ -12,7 +11,8 @@ import type { FileRecord, UploadAnswer } from "../../src/wire-types";
 import { backends } from "../support/backends";
 import { gzip, randomBytes, sha256Hex } from "../support/bytes";
 import { depsAt } from "../support/deps";
-import { countingText, gzipMembers } from "../support/gzip-members";
+import { concat, countingText, gzipMembers } from "../support/gzip-members";
+import { bytesServed } from "../support/link-usage";
 import { errorOf, RelayClient } from "../support/relay-client";
 import { complete, declare, putBytes, upload } from "../support/send";
 
@@ -48,14 +48,7 @@ function tar(items: TarItem[]): Uint8Array {
     put(148, `${sum.toString(8).padStart(6, "0")}\0 `);
     blocks.push(header, bytes, new Uint8Array((512 - (bytes.byteLength % 512)) % 512));
   }
-  blocks.push(new Uint8Array(1024));
-  const out = new Uint8Array(blocks.reduce((n, b) => n + b.byteLength, 0));
-  let at = 0;
-  for (const block of blocks) {
-    out.set(block, at);
-    at += block.byteLength;
-  }
-  return out;
+  return concat([...blocks, new Uint8Array(1024)]);
 }
 
 /** The names a zip's central directory lists, in order. */
@@ -249,12 +242,4 @@ function countingStore(store: BlobStore) {
     return { ...object, body };
   };
   return { store: counting, read: () => bytes };
-}
-
-async function bytesServed(url: string): Promise<number> {
-  const linkId = url.split(".").at(-2)!;
-  const row = await env.DB.prepare("SELECT bytes_served FROM links WHERE id = ?")
-    .bind(linkId)
-    .first<{ bytes_served: number }>();
-  return row!.bytes_served;
 }
