@@ -161,9 +161,14 @@ for (const backend of backends()) {
     it("charges a capped link in proportion to the zip, and refuses once it is spent", async () => {
       const file = await sendArchive(await gzip(tar(items)), "budget.tar.gz");
       const url = await mintLink(file, 2);
+      // A HEAD says the length and sends nothing: it costs nothing.
+      const head = await client.fetch(`${url}?zip=1`, { method: "HEAD" });
+      expect(head.status).toBe(200);
+      expect(await bytesServed(url)).toBe(0);
       const zip = await client.fetch(`${url}?zip=1`);
       const zipLength = (await zip.arrayBuffer()).byteLength;
       expect(zip.status).toBe(200);
+      expect(Number(head.headers.get("content-length"))).toBe(zipLength);
       // The whole zip is one download: the file's size in the link's bytes.
       expect(await bytesServed(url)).toBe(file.size);
       const entry = await client.fetch(`${url}?entry=8`);
