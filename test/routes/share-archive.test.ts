@@ -83,6 +83,7 @@ const items: TarItem[] = [
   { name: "site/data.bin", bytes: data },
   { name: "./site/readme.txt", bytes: encode("a second readme.txt") },
   { name: "site/empty.txt" },
+  { name: "site/data.bin/inside.txt", bytes: encode("under a file") },
 ];
 const OFFERED_ALONE = [1, 8, 10];
 
@@ -137,7 +138,7 @@ for (const backend of backends()) {
         "site/empty.txt",
       ]);
 
-      for (const hostile of [2, 3, 4, 5, 6, 7, 9, 11]) {
+      for (const hostile of [2, 3, 4, 5, 6, 7, 9, 11, 12]) {
         const refused = await client.fetch(`${file.url}?entry=${hostile}`);
         expect(await errorOf(refused)).toEqual({
           status: 404,

@@ -16,7 +16,8 @@ import { readHead, UNTABLED_INFLATE_BUDGET } from "../original-bytes";
  * regular files and directories whose paths are relative and clean, component by component,
  * under the one name rule (`fileNameProblem`): no `..`, no absolute path, no `\`, no control or
  * bidi characters. Symlinks, hard links, devices and FIFOs, and names that fail the rule, are
- * never offered (they stay in the page's listing, written out); a repeated path is offered once.
+ * never offered (they stay in the page's listing, written out); a repeated path is offered once,
+ * and nothing under a path already offered as a file.
  *
  * Cost follows what is served: a tar read at an offset (stored as it is, or gzip with a member
  * table) serves an entry by its own bytes; a `.tar.gz` (or an untabled gzip-stored tar) is
@@ -65,15 +66,18 @@ export function archiveOffer(
   if (listing.stopped) return null;
   const entries: OfferedEntry[] = [];
   const seen = new Set<string>();
+  const files = new Set<string>();
   let tarEnd = 0;
   let served = 0;
   for (const [index, entry] of listing.entries.entries()) {
     if (entry.type !== "file" && entry.type !== "directory") continue;
     if (entry.type === "file" && entry.offset === undefined) return null;
     const path = cleanEntryPath(entry.name);
-    if (!path || seen.has(path)) continue;
+    // A repeated path, or one under a file offered before (`a`, then `a/b`), is not offered.
+    if (!path || seen.has(path) || ancestors(path).some((dir) => files.has(dir))) continue;
     seen.add(path);
     const directory = entry.type === "directory";
+    if (!directory) files.add(path);
     const offset = entry.offset ?? 0;
     const size = directory ? 0 : entry.size;
     entries.push({ index, name: path, size, directory, offset });
@@ -103,6 +107,12 @@ export function cleanEntryPath(name: string): string | null {
   const parts = name.split("/").filter((part) => part !== "" && part !== ".");
   if (parts.length === 0 || parts.some((part) => fileNameProblem(part) !== null)) return null;
   return parts.join("/");
+}
+
+/** `a/b/c` → `a`, `a/b`. */
+function ancestors(path: string): string[] {
+  const parts = path.split("/");
+  return parts.slice(1).map((_, i) => parts.slice(0, i + 1).join("/"));
 }
 
 /** `site.tar.gz` → `site.zip`: the name the zip is offered under. */
