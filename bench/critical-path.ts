@@ -34,7 +34,7 @@ export interface LinkBytes {
 
 export interface CriticalPath {
   trips: Trips;
-  /** The chain, one line per client exchange (nested ones indented). */
+  /** The chain, one line per exchange (nested ones indented), each with its start time. */
   chain: string[];
   bytes: Partial<Record<Link, LinkBytes>>;
 }
@@ -54,6 +54,7 @@ export function criticalPath(
   exchanges: Exchange[],
   linkOf: (exchange: Exchange) => Link,
   outer: Link = "client",
+  origin = 0,
 ): CriticalPath {
   const nodes: Node[] = exchanges.map((exchange) => ({
     exchange,
@@ -74,7 +75,7 @@ export function criticalPath(
     if (parent) parent.children.push(node);
     else top.push(node);
   }
-  const { trips, chain } = longestChain(top);
+  const { trips, chain } = longestChain(top, 0, origin);
   return { trips, chain, bytes: bytesByLink(nodes) };
 }
 
@@ -84,13 +85,14 @@ interface Weighed {
   chain: string[];
 }
 
-function own(node: Node, depth: number): Weighed {
+function own(node: Node, depth: number, origin: number): Weighed {
   const e = node.exchange;
   const connects = e.index === 0 ? 1 : 0;
   const trips: Trips = { [node.link]: { connects, exchanges: 1 } };
-  const inner = longestChain(node.children, depth + 1);
+  const inner = longestChain(node.children, depth + 1, origin);
   const sizes = `${e.bytesUp} B up, ${e.bytesDown} B down`;
-  const line = `${"  ".repeat(depth)}${e.proxy}#${e.connection}${connects ? " (new)" : ""} ${e.line}: ${sizes}`;
+  const at = `+${Math.round(e.start - origin)} ms`;
+  const line = `${"  ".repeat(depth)}${at} ${e.proxy}#${e.connection}${connects ? " (new)" : ""} ${e.line}: ${sizes}`;
   return {
     trips: addTrips(trips, inner.trips),
     total: 1 + connects + inner.total,
@@ -98,11 +100,11 @@ function own(node: Node, depth: number): Weighed {
   };
 }
 
-function longestChain(nodes: Node[], depth = 0): Weighed {
+function longestChain(nodes: Node[], depth = 0, origin = 0): Weighed {
   const sorted = [...nodes].sort((a, b) => answered(a.exchange) - answered(b.exchange));
   const best: Weighed[] = [];
   for (let i = 0; i < sorted.length; i++) {
-    const mine = own(sorted[i]!, depth);
+    const mine = own(sorted[i]!, depth, origin);
     let before: Weighed | undefined;
     for (let j = 0; j < i; j++) {
       const candidate = best[j]!;

@@ -75,15 +75,18 @@ function linkOf(e: Exchange): Link {
   return (s3Presigned.get(e.connection) ?? e.presigned) ? "client" : "relay-store";
 }
 
-/** Waits until nothing has moved through any proxy for a second (the relay's queue included). */
+/**
+ * Waits until nothing has moved through any proxy for 3 s: the relay's queue settles a send a
+ * moment after it answers, and that must not land inside the next operation's window.
+ */
 async function quiet(): Promise<void> {
   const deadline = performance.now() + 180_000;
   while (performance.now() < deadline) {
     const last = Math.max(...proxies.map((p) => p.lastActivity()));
-    if (performance.now() - last >= 1000) return;
+    if (performance.now() - last >= 3000) return;
     await new Promise((resolve) => setTimeout(resolve, 200));
   }
-  log("warning: the proxies never went quiet for a second within 3 minutes");
+  log("warning: the proxies never went quiet for 3 s within 3 minutes");
 }
 
 /** Runs `what` (one process) and records its critical path as `tool` doing `operation`. */
@@ -101,7 +104,7 @@ async function observe(
   const all = proxies.flatMap((p) => p.exchanges()).sort((a, b) => a.start - b.start);
   for (const e of all) linkOf(e); // in order, so that each connection's first request names it
   const seen = all.filter((e) => e.requestStart >= started && e.requestStart <= ended);
-  const path = criticalPath(seen, linkOf, options.outer);
+  const path = criticalPath(seen, linkOf, options.outer, started);
   runs.push({ operation, tool, wallMs: ended - started, path, baseline: options.baseline });
 }
 
