@@ -1,0 +1,42 @@
+import { integerVar } from "../cli/config.js";
+
+/** Streams a large download uses at once, unless `AIRLOCK_DOWNLOAD_STREAMS` says otherwise. */
+export const DEFAULT_DOWNLOAD_STREAMS = 4;
+/** Files of at least this many bytes download in ranges, unless `AIRLOCK_PARALLEL_THRESHOLD` says otherwise. */
+export const DEFAULT_PARALLEL_THRESHOLD = 16 * 1024 * 1024;
+/** Bytes per range request, unless `AIRLOCK_DOWNLOAD_CHUNK` says otherwise. */
+export const DEFAULT_DOWNLOAD_CHUNK = 8 * 1024 * 1024;
+/** The smallest range a knob may ask for (tests use it to run the ranged path on small files). */
+const MIN_CHUNK = 64 * 1024;
+
+type Env = Record<string, string | undefined>;
+
+/** How a large download is split: streams at once, the size from which it splits, range size. */
+export interface ParallelSettings {
+  streams: number;
+  threshold: number;
+  chunk: number;
+}
+
+/**
+ * Reads `AIRLOCK_DOWNLOAD_STREAMS` (1-16; 1 turns ranged downloads off),
+ * `AIRLOCK_PARALLEL_THRESHOLD` and `AIRLOCK_DOWNLOAD_CHUNK` (bytes) over the defaults.
+ */
+export function parallelSettings(env: Env = process.env): ParallelSettings {
+  return {
+    streams: integerVar(env, "AIRLOCK_DOWNLOAD_STREAMS", DEFAULT_DOWNLOAD_STREAMS, 1, 16),
+    threshold: integerVar(
+      env,
+      "AIRLOCK_PARALLEL_THRESHOLD",
+      DEFAULT_PARALLEL_THRESHOLD,
+      1,
+      2 ** 50,
+    ),
+    chunk: integerVar(env, "AIRLOCK_DOWNLOAD_CHUNK", DEFAULT_DOWNLOAD_CHUNK, MIN_CHUNK, 2 ** 40),
+  };
+}
+
+/** Whether a file of `size` bytes (unknown: undefined) may download in ranges. */
+export function mayRange(settings: ParallelSettings, size: number | undefined): boolean {
+  return settings.streams > 1 && (size === undefined || size >= settings.threshold);
+}
