@@ -8,8 +8,8 @@ import { etagSha256, refusal } from "./download-headers.js";
 import { getFollowing } from "./download-redirect.js";
 import type { DownloadSource } from "./download.js";
 import {
+  OrderedHash,
   forgetRanges,
-  hashInOrder,
   planPieces,
   recordPiece,
   type Piece,
@@ -56,9 +56,11 @@ export async function rangedDownload(job: RangedJob): Promise<void> {
     wake();
   };
   const stopped = () => failure !== undefined;
-  const grew = (piece: Piece, bytes: number) => {
-    piece.got += bytes;
-    progress.advance(bytes);
+  const hash = new OrderedHash(file, pieces);
+  const grew = (piece: Piece, chunk: Buffer) => {
+    hash.landed(chunk, piece.start + piece.got);
+    piece.got += chunk.length;
+    progress.advance(chunk.length);
     wake();
   };
   const missing = pieces.filter((piece) => piece.got < piece.end - piece.start);
@@ -77,7 +79,7 @@ export async function rangedDownload(job: RangedJob): Promise<void> {
     stream().catch(fail),
   );
   const progressed = () => new Promise<void>((resolve) => (wake = resolve));
-  const digest = hashInOrder(file, pieces, progressed, stopped).catch((err: unknown) => {
+  const digest = hash.digest(progressed, stopped).catch((err: unknown) => {
     fail(fsError("read", partPath, err));
     return undefined;
   });
@@ -119,7 +121,7 @@ async function fetchPiece(
   piece: Piece,
   file: FileHandle,
   active: Set<IncomingMessage>,
-  grew: (piece: Piece, bytes: number) => void,
+  grew: (piece: Piece, chunk: Buffer) => void,
 ): Promise<void> {
   const { source, sha256 } = job;
   const first = piece.start + piece.got;
@@ -133,7 +135,7 @@ async function fetchPiece(
       const room = piece.end - (piece.start + piece.got);
       if (chunk.length > room) throw rangeError(job, "more bytes than the range asked for");
       await writeAt(file, chunk, piece.start + piece.got, job.partPath);
-      grew(piece, chunk.length);
+      grew(piece, chunk);
     }
   } catch (err) {
     res.destroy();

@@ -92,34 +92,50 @@ async function heldRanges(partPath: string, size: number): Promise<Array<[number
 const READ_BYTES = 1024 * 1024;
 
 /**
- * The SHA-256 of a file written out of order: it reads back (from the page cache, as a rule)
- * each byte once every byte before it is on disk, so hashing keeps pace with the streams and
- * memory stays at one buffer. `progress()` resolves when some piece has grown (or a stream
- * failed: `stopped()` then says so and the hash is abandoned).
+ * The SHA-256 of a file written out of order, in order: bytes that land exactly where the hash
+ * has reached are hashed as they are (`landed`); the others are read back (from the page cache,
+ * as a rule) once every byte before them is there. Hashing keeps pace with the streams, and
+ * memory stays at one buffer.
  */
-export async function hashInOrder(
-  file: FileHandle,
-  pieces: Piece[],
-  progress: () => Promise<void>,
-  stopped: () => boolean,
-): Promise<string | undefined> {
-  const hash = createHash("sha256");
-  const buffer = Buffer.allocUnsafe(READ_BYTES);
-  for (const piece of pieces) {
-    let at = piece.start;
-    while (at < piece.end) {
-      if (stopped()) return undefined;
-      const ready = piece.start + piece.got;
-      if (at >= ready) {
-        await progress();
-        continue;
-      }
-      const want = Math.min(ready - at, READ_BYTES);
-      const { bytesRead } = await file.read(buffer, 0, want, at);
-      if (bytesRead === 0) throw new Error(`part file ended at ${at}, before ${ready}`);
-      hash.update(buffer.subarray(0, bytesRead));
-      at += bytesRead;
-    }
+export class OrderedHash {
+  private readonly hash = createHash("sha256");
+  /** Bytes hashed so far: the file's first `at`. */
+  private at = 0;
+
+  constructor(
+    private readonly file: FileHandle,
+    private readonly pieces: Piece[],
+  ) {}
+
+  /** Bytes `chunk` just written at `position`: hashed now when the hash has reached them. */
+  landed(chunk: Buffer, position: number): void {
+    if (position !== this.at) return;
+    this.hash.update(chunk);
+    this.at += chunk.length;
   }
-  return hash.digest("hex");
+
+  /**
+   * Hashes the whole file, waiting on `progress()` (some piece grew, or a stream failed) for
+   * bytes not yet there; undefined once `stopped()`.
+   */
+  async digest(progress: () => Promise<void>, stopped: () => boolean): Promise<string | undefined> {
+    const buffer = Buffer.allocUnsafe(READ_BYTES);
+    for (const piece of this.pieces) {
+      while (this.at < piece.end) {
+        if (stopped()) return undefined;
+        const ready = piece.start + piece.got;
+        if (this.at >= ready) {
+          await progress();
+          continue;
+        }
+        const from = this.at;
+        const want = Math.min(ready - from, READ_BYTES);
+        const { bytesRead } = await this.file.read(buffer, 0, want, from);
+        if (bytesRead === 0) throw new Error(`part file ended at ${from}, before ${ready}`);
+        this.hash.update(buffer.subarray(0, bytesRead));
+        this.at = from + bytesRead;
+      }
+    }
+    return this.hash.digest("hex");
+  }
 }
