@@ -7,13 +7,8 @@ import { withRetry } from "../transport/retry.js";
 import { etagSha256, refusal } from "./download-headers.js";
 import { getFollowing } from "./download-redirect.js";
 import type { DownloadSource } from "./download.js";
-import {
-  OrderedHash,
-  forgetRanges,
-  planPieces,
-  recordPiece,
-  type Piece,
-} from "./parallel-pieces.js";
+import { OrderedHash } from "./ordered-hash.js";
+import { forgetRanges, planPieces, recordPiece, type Piece } from "./parallel-pieces.js";
 import type { ParallelSettings } from "./parallel-settings.js";
 
 /** A download the relay said it serves in ranges, of a size and SHA-256 known up front. */
