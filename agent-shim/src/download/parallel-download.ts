@@ -160,7 +160,8 @@ async function checkAnswer(
   if (res.statusCode !== 206) throw await refusal(res, job.source);
   const etag = etagSha256(res);
   if (etag !== undefined && etag !== job.sha256) {
-    throw new CliError(`the ${job.source.target.action} is corrupt: its ETag changed mid-way`);
+    const { action } = job.source.target;
+    throw new CliError(`the ${action} is corrupt: its ETag does not match the expected SHA-256`);
   }
   const range = /^bytes (\d+)-(\d+)\/(\d+)$/.exec(res.headers["content-range"] ?? "");
   const exact =
