@@ -6,6 +6,7 @@
  */
 import type { FileHandle } from "node:fs/promises";
 import { OrderedHash, type Landing } from "../../agent-shim/src/download/ordered-hash.js";
+import { defaultChunk } from "../../agent-shim/src/download/parallel-settings.js";
 import type { CallOptions } from "./http.js";
 import type { DownloadOptions, FileRecord } from "./types.js";
 
@@ -13,13 +14,14 @@ import type { DownloadOptions, FileRecord } from "./types.js";
 export interface RangeSettings {
   streams: number;
   threshold: number;
-  chunk: number;
+  /** Bytes per range; undefined: the shim's `defaultChunk` of the file's size. */
+  chunk: number | undefined;
 }
 
 /** Attempts per range: a range cut off mid-way asks again for the bytes it is missing. */
 const ATTEMPTS = 3;
 
-/** The shim's defaults (4 streams, from 16 MiB, 8 MiB ranges), or the environment's. */
+/** The shim's defaults (4 streams, from 16 MiB, ranges by `defaultChunk`), or the environment's. */
 export function rangeSettings(
   env: Record<string, string | undefined> = process.env,
 ): RangeSettings {
@@ -32,7 +34,9 @@ export function rangeSettings(
   return {
     streams: Math.min(read("AIRLOCK_DOWNLOAD_STREAMS", 4, 1), 16),
     threshold: read("AIRLOCK_PARALLEL_THRESHOLD", 16 * 1024 * 1024, 1),
-    chunk: read("AIRLOCK_DOWNLOAD_CHUNK", 8 * 1024 * 1024, 64 * 1024),
+    chunk: env.AIRLOCK_DOWNLOAD_CHUNK?.trim()
+      ? read("AIRLOCK_DOWNLOAD_CHUNK", 0, 64 * 1024)
+      : undefined,
   };
 }
 
@@ -81,8 +85,9 @@ export async function receiveRanges(
   options: CallOptions,
 ): Promise<string> {
   const pieces: Landing[] = [];
-  for (let at = 0; at < record.size; at += settings.chunk)
-    pieces.push({ start: at, end: Math.min(at + settings.chunk, record.size), got: 0 });
+  const chunk = settings.chunk ?? defaultChunk(record.size, settings.streams);
+  for (let at = 0; at < record.size; at += chunk)
+    pieces.push({ start: at, end: Math.min(at + chunk, record.size), got: 0 });
   const hash = new OrderedHash(handle, pieces);
   const abort = new AbortController();
   const outer = options.signal;

@@ -198,7 +198,8 @@ const ENVIRONMENT = `Environment
                          (default 4; 1: one stream)
   AIRLOCK_PARALLEL_THRESHOLD
                          bytes from which they fetch in ranges (default 16 MiB)
-  AIRLOCK_DOWNLOAD_CHUNK bytes per range (default 8 MiB, at least 64 KiB)`;
+  AIRLOCK_DOWNLOAD_CHUNK bytes per range (default: two per stream, 4-32 MiB;
+                         at least 64 KiB)`;
 
 const EXIT_STATUS = `Exit status: 0 success, 1 failure (a failed delivery or pulled file included: the
 others still go through), 2 usage or configuration error, ${PULL_TIMEOUT_EXIT} pull --wait --timeout

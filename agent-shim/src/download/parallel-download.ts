@@ -9,7 +9,7 @@ import { getFollowing } from "./download-redirect.js";
 import type { DownloadSource } from "./download.js";
 import { OrderedHash } from "./ordered-hash.js";
 import { forgetRanges, planPieces, recordPiece, type Piece } from "./parallel-pieces.js";
-import type { ParallelSettings } from "./parallel-settings.js";
+import { defaultChunk, type ParallelSettings } from "./parallel-settings.js";
 
 /** A download the relay said it serves in ranges, of a size and SHA-256 known up front. */
 export interface RangedJob {
@@ -38,7 +38,8 @@ export interface RangedJob {
  */
 export async function rangedDownload(job: RangedJob): Promise<void> {
   const { partPath, size } = job;
-  const pieces = await planPieces(partPath, size, job.settings.chunk);
+  const { streams: count, chunk } = job.settings;
+  const pieces = await planPieces(partPath, size, chunk ?? defaultChunk(size, count));
   const held = pieces.reduce((sum, piece) => sum + piece.got, 0);
   const file = await openPart(partPath, held === 0);
   const progress = new Progress(job.label, size, held);
