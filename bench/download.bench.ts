@@ -2,7 +2,10 @@
 // size). On s3 (strict S3 on loopback): the share link with its redirect (`curl -L`) against a
 // direct presigned GET of the same object; on r2 (the local binding, through the Worker): the
 // share link, set against the s3 direct GET of the same run. Runs alternate, each case's median
-// is reported, every download is checked byte-exact by SHA-256.
+// is reported, every download is checked byte-exact by SHA-256. `airlock get <shareUrl>` runs on
+// both backends in one stream (`AIRLOCK_DOWNLOAD_STREAMS=1`) and in ranges (the default settings,
+// or `BENCH_DOWNLOAD_STREAMS` / `BENCH_DOWNLOAD_CHUNK`), each set against `curl -o` of the same link
+// in the same run (the ranged-download target: ≤ 1.05×).
 import { execFile } from "node:child_process";
 import { createHash, randomFillSync } from "node:crypto";
 import { createReadStream } from "node:fs";
@@ -14,6 +17,7 @@ import { startStrictS3 } from "../test/fixtures/s3/strict-s3";
 import { startRelay, type RunningRelay } from "../test/support/relay";
 import { s3Vars } from "../test/support/s3-vars";
 import { declareUpload, describe } from "./relay-api";
+import { SHIM } from "./shim";
 
 /** 256 MiB unless `BENCH_DOWNLOAD_MIB` says otherwise. */
 const SIZE = Number(process.env.BENCH_DOWNLOAD_MIB ?? 256) * 1024 * 1024;
@@ -36,6 +40,37 @@ async function curlSeconds(url: string, out: string, sha256: string): Promise<nu
   await rm(out, { force: true });
   return Number(stdout);
 }
+
+/** Seconds `airlock get <url>` took (wall clock, process start included); checks the bytes. */
+async function shimSeconds(
+  url: string,
+  out: string,
+  sha256: string,
+  env: Record<string, string>,
+): Promise<number> {
+  const started = performance.now();
+  await run(process.execPath, [SHIM, "get", url, "-o", out], {
+    timeout: 600_000,
+    env: { ...process.env, ...env },
+  });
+  const seconds = (performance.now() - started) / 1000;
+  const got = await fileSha256(out);
+  if (got !== sha256) throw new Error(`bytes differ: ${got} != ${sha256}`);
+  await rm(out, { force: true });
+  return seconds;
+}
+
+/** The ranged settings the bench runs with: the shim's defaults unless BENCH_DOWNLOAD_* say. */
+const RANGED: Record<string, string> = {
+  AIRLOCK_PARALLEL_THRESHOLD: "1048576",
+  ...(process.env.BENCH_DOWNLOAD_STREAMS
+    ? { AIRLOCK_DOWNLOAD_STREAMS: process.env.BENCH_DOWNLOAD_STREAMS }
+    : {}),
+  ...(process.env.BENCH_DOWNLOAD_CHUNK
+    ? { AIRLOCK_DOWNLOAD_CHUNK: process.env.BENCH_DOWNLOAD_CHUNK }
+    : {}),
+};
+const ONE_STREAM = { AIRLOCK_DOWNLOAD_STREAMS: "1" };
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
@@ -81,7 +116,15 @@ const bytes = randomFillSync(Buffer.alloc(SIZE));
 const sha256 = createHash("sha256").update(bytes).digest("hex");
 await writeFile(join(dir, "big.bin"), bytes);
 const out = join(dir, "out.bin");
-const times = { redirect: [] as number[], direct: [] as number[], r2: [] as number[] };
+const times = {
+  redirect: [] as number[],
+  direct: [] as number[],
+  r2: [] as number[],
+  s3One: [] as number[],
+  s3Ranged: [] as number[],
+  r2One: [] as number[],
+  r2Ranged: [] as number[],
+};
 let failed = false;
 try {
   const s3 = await startStrictS3();
@@ -95,6 +138,8 @@ try {
       const location = answer.headers.get("location");
       if (answer.status !== 307 || !location) throw new Error(`no redirect: ${answer.status}`);
       times.direct.push(await curlSeconds(location, out, sha256));
+      times.s3One.push(await shimSeconds(url, out, sha256, ONE_STREAM));
+      times.s3Ranged.push(await shimSeconds(url, out, sha256, RANGED));
     }
   } finally {
     await relay.stop();
@@ -104,7 +149,11 @@ try {
   try {
     const { url, status } = await store(r2, join(dir, "big.bin"));
     console.error(`r2: sent, ${status}`);
-    for (let i = 0; i < RUNS; i++) times.r2.push(await curlSeconds(url, out, sha256));
+    for (let i = 0; i < RUNS; i++) {
+      times.r2.push(await curlSeconds(url, out, sha256));
+      times.r2One.push(await shimSeconds(url, out, sha256, ONE_STREAM));
+      times.r2Ranged.push(await shimSeconds(url, out, sha256, RANGED));
+    }
   } finally {
     await r2.stop();
   }
@@ -117,6 +166,9 @@ try {
 
 if (!failed) {
   const direct = median(times.direct);
+  const rangedLabel = `(${RANGED.AIRLOCK_DOWNLOAD_STREAMS ?? "default"} streams, ${RANGED.AIRLOCK_DOWNLOAD_CHUNK ?? "default"} chunk)`;
+  const against = (name: string, xs: number[], curl: number[]) =>
+    `| ${name} | ${xs.map((x) => x.toFixed(2)).join(", ")} | ${median(xs).toFixed(2)} | ${(median(xs) / median(curl)).toFixed(2)}× |`;
   const row = (name: string, xs: number[]) =>
     `| ${name} | ${xs.map((x) => x.toFixed(2)).join(", ")} | ${median(xs).toFixed(2)} | ${(median(xs) / direct).toFixed(2)}× |`;
   console.log(
@@ -128,8 +180,25 @@ if (!failed) {
       row("s3 direct presigned GET (curl)", times.direct),
       row("s3 share link → 307 → store (curl -L)", times.redirect),
       row("r2 share link through the Worker (curl)", times.r2),
+      "",
+      "| airlock get of the share link | runs (s) | median (s) | vs curl of the same link |",
+      "| --- | --- | --- | --- |",
+      against("s3, one stream", times.s3One, times.redirect),
+      against(`s3, ranges ${rangedLabel}`, times.s3Ranged, times.redirect),
+      against("r2, one stream", times.r2One, times.r2),
+      against(`r2, ranges ${rangedLabel}`, times.r2Ranged, times.r2),
     ].join("\n"),
   );
+  for (const [backend, ranged, curl] of [
+    ["s3", times.s3Ranged, times.redirect],
+    ["r2", times.r2Ranged, times.r2],
+  ] as const) {
+    const ranges = median(ranged) / median(curl);
+    if (ranges > 1.05) {
+      console.error(`${backend} ranged get ${ranges.toFixed(2)}× curl is over the 1.05× target`);
+      process.exitCode = 1;
+    }
+  }
   const ratio = median(times.redirect) / direct;
   if (ratio > 1.2) {
     console.error(`s3 redirect ratio ${ratio.toFixed(2)}× is over the 1.2× target`);

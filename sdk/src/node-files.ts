@@ -10,6 +10,7 @@ import { basename, dirname, join, resolve, sep } from "node:path";
 import { cleanFileName, fileNameProblem, numberedFileName, truncateUtf8 } from "../../src/names.js";
 import { AirlockError } from "./errors.js";
 import type { CallOptions } from "./http.js";
+import { maybeRanges } from "./node-ranged.js";
 import type { DownloadOptions, FileRecord } from "./types.js";
 
 /** Bytes read per pull: memory stays at a few chunks whatever the file's size. */
@@ -148,8 +149,9 @@ export function tempNear(dir: string, name: string): string {
 }
 
 /**
- * Streams the file's bytes into a new file `temp`, checking size and SHA-256 against the
- * record, and syncs it; on any failure `temp` is removed.
+ * Streams the file's bytes into a new file `temp` (a large one in parallel ranges: see
+ * `maybeRanges`), checking size and SHA-256 against the record, and syncs it; on any failure
+ * `temp` is removed.
  */
 async function receive(
   files: FileReader,
@@ -158,13 +160,14 @@ async function receive(
   options: CallOptions,
 ): Promise<void> {
   const { fileId } = record;
-  const response = await files.download(fileId, options);
-  const body = response.body;
+  let body: ReadableStream<Uint8Array> | null = null;
   let handle: FileHandle | undefined;
   try {
-    handle = await open(temp, "wx", 0o644);
+    handle = await open(temp, "wx+", 0o644); // Read too: ranges landing ahead are hashed back.
     const hash = createHash("sha256");
     let size = 0;
+    const ranged = await maybeRanges(files.download.bind(files), record, handle, options);
+    if (ranged === undefined) body = (await files.download(fileId, options)).body;
     if (body) {
       const reader = body.getReader();
       try {
@@ -180,7 +183,8 @@ async function receive(
         throw error;
       }
     }
-    const sha256 = hash.digest("hex");
+    if (ranged !== undefined) size = record.size;
+    const sha256 = ranged ?? hash.digest("hex");
     if (size !== record.size || sha256 !== record.sha256) {
       throw new AirlockError({
         status: 0,

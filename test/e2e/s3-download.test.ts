@@ -73,7 +73,9 @@ describe("share-link downloads through the store redirect (wrangler dev, s3)", (
   it("airlock get <shareUrl> comes back byte-exact", async () => {
     const before = storeGets().length;
     const out = await mkdtemp(join(dir, "get-"));
-    const got = await runShim(["get", sent.url], { cwd: out, env: {}, timeoutMs: 300_000 });
+    // One stream (ranged downloads are test/shim/parallel-get.test.ts's): one whole store GET.
+    const env = { AIRLOCK_DOWNLOAD_STREAMS: "1" };
+    const got = await runShim(["get", sent.url], { cwd: out, env, timeoutMs: 300_000 });
     expect(got.stderr, got.stderr).toBe("");
     expect(got.code).toBe(0);
     expect(sha256(await readFile(join(out, "big.bin")))).toBe(sha256(bytes));
@@ -110,7 +112,7 @@ describe("share-link downloads through the store redirect (wrangler dev, s3)", (
     const out = await mkdtemp(join(dir, "resume-"));
     const got = await runShim(["get", sent.url], {
       cwd: out,
-      env: { AIRLOCK_RETRIES: "3", AIRLOCK_RETRY_BASE_MS: "10" },
+      env: { AIRLOCK_RETRIES: "3", AIRLOCK_RETRY_BASE_MS: "10", AIRLOCK_DOWNLOAD_STREAMS: "1" },
       timeoutMs: 300_000,
     });
     expect(got.stderr, got.stderr).toBe("");

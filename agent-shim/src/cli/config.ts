@@ -69,7 +69,14 @@ export function uploadConcurrency(env: Env = process.env): number {
   return integerVar(env, "AIRLOCK_UPLOAD_CONCURRENCY", DEFAULT_UPLOAD_CONCURRENCY, 1, 16);
 }
 
-function integerVar(env: Env, name: string, fallback: number, min: number, max: number): number {
+/** Reads an integer setting from `min` to `max`; anything else is a usage error. */
+export function integerVar(
+  env: Env,
+  name: string,
+  fallback: number,
+  min: number,
+  max: number,
+): number {
   const raw = env[name]?.trim();
   if (!raw) return fallback;
   const value = Number(raw);

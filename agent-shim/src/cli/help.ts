@@ -192,7 +192,14 @@ const ENVIRONMENT = `Environment
                          parts of a large upload in flight at once, 1-16 (default 4)
   AIRLOCK_MULTIPART_THRESHOLD
                          stored bytes above which a send goes in parts (default 64 MiB,
-                         at least 8 MiB)`;
+                         at least 8 MiB)
+  AIRLOCK_DOWNLOAD_STREAMS
+                         ranges the Node shim's get and pull fetch at once, 1-16
+                         (default 4; 1: one stream)
+  AIRLOCK_PARALLEL_THRESHOLD
+                         bytes from which they fetch in ranges (default 16 MiB)
+  AIRLOCK_DOWNLOAD_CHUNK bytes per range (default: two per stream, 4-32 MiB;
+                         at least 64 KiB)`;
 
 const EXIT_STATUS = `Exit status: 0 success, 1 failure (a failed delivery or pulled file included: the
 others still go through), 2 usage or configuration error, ${PULL_TIMEOUT_EXIT} pull --wait --timeout

@@ -48,7 +48,8 @@ export class Progress {
     if (this.enabled && this.lastDraw > 0) process.stderr.write("\r\x1b[2K");
   }
 
-  private advance(bytes: number): void {
+  /** Advances the bar by `bytes` (for bytes that do not flow through a `meter()`). */
+  advance(bytes: number): void {
     this.done += bytes;
     this.report?.(this.done, this.total, this.label);
     const now = Date.now();

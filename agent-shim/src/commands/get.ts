@@ -135,5 +135,6 @@ async function fileSource(
     },
     name: record.name,
     sha256: record.sha256,
+    size: record.size,
   };
 }

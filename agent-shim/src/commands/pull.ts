@@ -222,6 +222,7 @@ async function pullItem(
     target: { service: "relay" as const, url: relay.url, action: `download of ${shown}` },
     name: shown,
     sha256: item.sha256,
+    size: item.size,
   };
   const { itemId, name, sha256 } = item;
   const stem = archiveStem(shown);

@@ -8,6 +8,10 @@ import { readText, request, statusError } from "../transport/http.js";
 export interface Hint {
   sha256?: string;
   name?: string;
+  /** The file's size, from a 200's Content-Length. */
+  size?: number;
+  /** Whether the answer said `Accept-Ranges: bytes`. */
+  ranges?: boolean;
 }
 
 /**
@@ -20,7 +24,9 @@ export async function headHint(url: string, headers: Record<string, string>): Pr
     const res = await request({ method: "HEAD", url, headers });
     res.resume();
     if (res.statusCode !== 200 && res.statusCode !== 206) return {};
-    return { sha256: etagSha256(res), name: dispositionFileName(res.headers) };
+    const hint = { sha256: etagSha256(res), name: dispositionFileName(res.headers) };
+    if (res.statusCode !== 200) return hint;
+    return { ...hint, size: contentLength(res), ranges: res.headers["accept-ranges"] === "bytes" };
   } catch {
     return {};
   }
@@ -77,9 +83,19 @@ export function expectedOf(res: IncomingMessage, source: DownloadSource, hint: H
     res.destroy();
     throw new CliError(`${service} sent no ETag to verify the ${action} against`);
   }
-  const what = etag ? "the ETag" : "the expected SHA-256";
-  const against = () =>
-    new CliError(`the ${action} is corrupt: its SHA-256 does not match ${what}`);
+  const against = () => corrupt(action, etag !== undefined);
   const name = source.name ?? dispositionFileName(res.headers) ?? hint.name ?? UNNAMED;
   return { sha256, against, name };
+}
+
+/** What a ranged download expects, known before any bytes from the HEAD's hint. */
+export function expectedFromHint(source: DownloadSource, hint: Hint, sha256: string): Expected {
+  const byEtag = source.sha256 === undefined;
+  const name = source.name ?? hint.name ?? UNNAMED;
+  return { sha256, against: () => corrupt(source.target.action, byEtag), name };
+}
+
+function corrupt(action: string, byEtag: boolean): CliError {
+  const what = byEtag ? "the ETag" : "the expected SHA-256";
+  return new CliError(`the ${action} is corrupt: its SHA-256 does not match ${what}`);
 }

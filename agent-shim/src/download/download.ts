@@ -9,12 +9,17 @@ import {
   contentLength,
   contentRange,
   etagSha256,
+  expectedFromHint,
   expectedOf,
   headHint,
   refusal,
   type Expected,
+  type Hint,
 } from "./download-headers.js";
 import { getFollowing } from "./download-redirect.js";
+import { rangedDownload } from "./parallel-download.js";
+import { forgetRanges } from "./parallel-pieces.js";
+import { mayRange, parallelSettings, type ParallelSettings } from "./parallel-settings.js";
 import { toStdout } from "./download-stdout.js";
 import { CliError, NetworkError, RetryableStatusError, fsError } from "../cli/errors.js";
 import { safeFileName } from "./file-names.js";
@@ -36,6 +41,8 @@ export interface DownloadSource {
    * an ETag must agree with it.
    */
   sha256?: string;
+  /** The file's size when known beforehand: a small one downloads without asking for ranges. */
+  size?: number;
 }
 
 /**
@@ -83,7 +90,9 @@ async function toFile(
 ): Promise<Downloaded> {
   // Into a temp file of the caller's (to extract it), the download cannot be resumed by a new run.
   const resumable = output.to === "dir" || !isTemp(output.path);
-  const ask = resumable && source.sha256 === undefined;
+  const settings = parallelSettings();
+  const ranged = mayRange(settings, source.size);
+  const ask = (resumable && source.sha256 === undefined) || ranged;
   const hint = ask ? await headHint(source.url, source.headers) : {};
   const early = source.name ?? hint.name;
   let partName: string | undefined;
@@ -96,7 +105,22 @@ async function toFile(
   let sha256 = source.sha256?.toLowerCase() ?? hint.sha256;
   const part = await PartFile.open(dir, partName, sha256);
   let placed = false;
+  const destination = async (name: string) => {
+    const path = output.to === "path" ? output.path : join(dir, safeFileName(name, "file"));
+    if (output.to === "dir" && !output.numbered) await refuseExisting(path);
+    const label = output.to === "path" ? safeFileName(name, "file") : basename(path);
+    return { path, label };
+  };
   try {
+    const inRanges = ranged && hint.ranges === true && sha256 !== undefined;
+    const size = hint.size ?? 0;
+    if (inRanges && size >= settings.threshold) {
+      const done = await getRanged(source, hint, sha256!, part, destination, settings, policy);
+      const path = await place(part.path, done.path, output);
+      placed = true;
+      return { path, name: done.name, size };
+    }
+    if (await forgetRanges(part.path)) await part.reset(); // Left by a ranged run: not a prefix.
     const done = await withRetry(policy, source.target, async () => {
       await part.sync();
       const res = await resume(source, part, sha256);
@@ -105,9 +129,7 @@ async function toFile(
       const range = res.statusCode === 206 ? contentRange(res) : undefined;
       const total = range ? range.total : contentLength(res);
       const { name } = expected;
-      const path = output.to === "path" ? output.path : join(dir, safeFileName(name, "file"));
-      if (output.to === "dir" && !output.numbered) await refuseExisting(path);
-      const label = output.to === "path" ? safeFileName(name, "file") : basename(path);
+      const { path, label } = await destination(name);
       await receive(res, part, total, path, label, expected);
       return { name, path };
     });
@@ -117,6 +139,33 @@ async function toFile(
   } finally {
     await (placed ? part.unlock() : part.remove());
   }
+}
+
+/** Downloads into `part` in parallel ranges (see `rangedDownload`); the file's name and path. */
+async function getRanged(
+  source: DownloadSource,
+  hint: Hint,
+  sha256: string,
+  part: PartFile,
+  destination: (name: string) => Promise<{ path: string; label: string }>,
+  settings: ParallelSettings,
+  policy: RetryPolicy,
+): Promise<{ name: string; path: string }> {
+  const expected = expectedFromHint(source, hint, sha256);
+  const { path, label } = await destination(expected.name);
+  const size = hint.size!;
+  const partPath = part.path;
+  await rangedDownload({
+    source,
+    partPath,
+    size,
+    sha256,
+    settings,
+    policy,
+    label,
+    corrupt: expected.against,
+  });
+  return { name: expected.name, path };
 }
 
 /**

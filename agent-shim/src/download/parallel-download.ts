@@ -1,0 +1,193 @@
+import type { IncomingMessage } from "node:http";
+import { open, type FileHandle } from "node:fs/promises";
+import type { RetryPolicy } from "../cli/config.js";
+import { CliError, NetworkError, errorCode, fsError } from "../cli/errors.js";
+import { Progress } from "../cli/progress.js";
+import { withRetry } from "../transport/retry.js";
+import { etagSha256, refusal } from "./download-headers.js";
+import { getFollowing } from "./download-redirect.js";
+import type { DownloadSource } from "./download.js";
+import { OrderedHash } from "./ordered-hash.js";
+import { forgetRanges, planPieces, recordPiece, type Piece } from "./parallel-pieces.js";
+import { defaultChunk, type ParallelSettings } from "./parallel-settings.js";
+
+/** A download the relay said it serves in ranges, of a size and SHA-256 known up front. */
+export interface RangedJob {
+  source: DownloadSource;
+  /** The part file the bytes go to (resumable when it is the named one). */
+  partPath: string;
+  size: number;
+  sha256: string;
+  settings: ParallelSettings;
+  policy: RetryPolicy;
+  /** The file's name on the progress bar. */
+  label: string;
+  /** The error for bytes that do not hash to `sha256`. */
+  corrupt: () => CliError;
+}
+
+/**
+ * Fetches a file in byte ranges over `settings.streams` connections at once, each range written
+ * at its place in the part file and recorded beside it once whole (a killed run resumes with the
+ * ranges not recorded), while the whole file's SHA-256 is computed in order as the bytes land.
+ * Every range goes to the same URL as a single-stream download with `Range` and `If-Range`: the
+ * relay answers it itself (r2, gzip stored, a share link with a byte budget, which counts each
+ * range it sends) or with a redirect to a presigned GET of that range (s3). A retried range asks
+ * only for the bytes it is missing. Resolves once the part file holds the verified file; on
+ * failure the caller removes the part file, and this its list of ranges.
+ */
+export async function rangedDownload(job: RangedJob): Promise<void> {
+  const { partPath, size } = job;
+  const { streams: count, chunk } = job.settings;
+  const pieces = await planPieces(partPath, size, chunk ?? defaultChunk(size, count));
+  const held = pieces.reduce((sum, piece) => sum + piece.got, 0);
+  const file = await openPart(partPath, held === 0);
+  const progress = new Progress(job.label, size, held);
+  const active = new Set<IncomingMessage>();
+  let failure: unknown;
+  let wake = () => {};
+  const fail = (err: unknown) => {
+    failure ??= err;
+    for (const res of active) res.destroy();
+    wake();
+  };
+  const stopped = () => failure !== undefined;
+  const hash = new OrderedHash(file, pieces);
+  const grew = (piece: Piece, chunk: Buffer) => {
+    hash.landed(chunk, piece.start + piece.got);
+    piece.got += chunk.length;
+    progress.advance(chunk.length);
+    wake();
+  };
+  const missing = pieces.filter((piece) => piece.got < piece.end - piece.start);
+  let next = 0;
+  const stream = async () => {
+    while (!stopped() && next < missing.length) {
+      const piece = missing[next++]!;
+      await withRetry(job.policy, job.source.target, () =>
+        fetchPiece(job, piece, file, active, grew),
+      );
+      if (stopped()) return;
+      await recordPiece(partPath, piece);
+    }
+  };
+  const streams = Array.from({ length: Math.min(job.settings.streams, missing.length) }, () =>
+    stream().catch(fail),
+  );
+  const progressed = () => new Promise<void>((resolve) => (wake = resolve));
+  const digest = hash.digest(progressed, stopped).catch((err: unknown) => {
+    fail(fsError("read", partPath, err));
+    return undefined;
+  });
+  try {
+    await Promise.all(streams);
+    const sha256 = await digest;
+    if (failure !== undefined) throw failure;
+    if (sha256 !== job.sha256) throw job.corrupt();
+  } catch (err) {
+    await forgetRanges(partPath);
+    throw err;
+  } finally {
+    progress.finish();
+    await file.close();
+  }
+  await forgetRanges(partPath);
+}
+
+/** The part file, opened for writes at any offset; emptied when none of its bytes are kept. */
+async function openPart(path: string, empty: boolean): Promise<FileHandle> {
+  try {
+    const file = await open(path, "r+").catch((err: unknown) => {
+      if (errorCode(err) === "ENOENT") return open(path, "w+");
+      throw err;
+    });
+    if (empty) await file.truncate(0);
+    return file;
+  } catch (err) {
+    throw fsError("write", path, err);
+  }
+}
+
+/**
+ * One attempt at the bytes `piece` is missing: a ranged GET (following a redirect to the store),
+ * its answer checked to be exactly that range of this file, its body written in place.
+ */
+async function fetchPiece(
+  job: RangedJob,
+  piece: Piece,
+  file: FileHandle,
+  active: Set<IncomingMessage>,
+  grew: (piece: Piece, chunk: Buffer) => void,
+): Promise<void> {
+  const { source, sha256 } = job;
+  const first = piece.start + piece.got;
+  const last = piece.end - 1;
+  const headers = { ...source.headers, range: `bytes=${first}-${last}`, "if-range": `"${sha256}"` };
+  const res = await getFollowing(source.url, headers);
+  active.add(res);
+  try {
+    await checkAnswer(res, job, first, last);
+    for await (const chunk of res as AsyncIterable<Buffer>) {
+      const room = piece.end - (piece.start + piece.got);
+      if (chunk.length > room) throw rangeError(job, "more bytes than the range asked for");
+      await writeAt(file, chunk, piece.start + piece.got, job.partPath);
+      grew(piece, chunk);
+    }
+  } catch (err) {
+    res.destroy();
+    if (err instanceof CliError) throw err;
+    throw new NetworkError(err);
+  } finally {
+    active.delete(res);
+  }
+  if (piece.got < piece.end - piece.start) {
+    // The answer ended short of its Content-Length: the connection broke off (retried).
+    throw new NetworkError(
+      Object.assign(new Error("the range ended early"), { code: "ECONNRESET" }),
+    );
+  }
+}
+
+/** Refuses any answer but a 206 of exactly bytes `first`-`last` of this file. */
+async function checkAnswer(
+  res: IncomingMessage,
+  job: RangedJob,
+  first: number,
+  last: number,
+): Promise<void> {
+  if (res.statusCode === 200) {
+    throw rangeError(job, "the whole file came back for a byte range");
+  }
+  if (res.statusCode !== 206) throw await refusal(res, job.source);
+  const etag = etagSha256(res);
+  if (etag !== undefined && etag !== job.sha256) {
+    const { action } = job.source.target;
+    throw new CliError(`the ${action} is corrupt: its ETag does not match the expected SHA-256`);
+  }
+  const range = /^bytes (\d+)-(\d+)\/(\d+)$/.exec(res.headers["content-range"] ?? "");
+  const exact =
+    range !== null &&
+    Number(range[1]) === first &&
+    Number(range[2]) === last &&
+    Number(range[3]) === job.size;
+  if (!exact) throw rangeError(job, `answered bytes ${first}-${last} with another range`);
+}
+
+function rangeError(job: RangedJob, what: string): CliError {
+  const { service, action } = job.source.target;
+  return new CliError(
+    `${service} ${what} during the ${action}; AIRLOCK_DOWNLOAD_STREAMS=1 downloads in one stream`,
+  );
+}
+
+async function writeAt(file: FileHandle, chunk: Buffer, at: number, path: string): Promise<void> {
+  let written = 0;
+  while (written < chunk.length) {
+    const { bytesWritten } = await file
+      .write(chunk, written, chunk.length - written, at + written)
+      .catch((err: unknown) => {
+        throw fsError("write", path, err);
+      });
+    written += bytesWritten;
+  }
+}
