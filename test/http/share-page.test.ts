@@ -269,7 +269,7 @@ describe("the share page (browsers)", () => {
       const html = await page(file.url);
       expect(html).toContain("Archive with 5 entries.");
       expect(html).toContain('<td>project/</td><td class="num"></td><td>directory</td>');
-      expect(html).toContain('<td>project/README.md</td><td class="num">1.2 KB</td><td>file</td>');
+      expect(html).toContain('<td>project/README.md</td><td class="num">1.2 KiB</td><td>file</td>');
       expect(html).toContain("<td>project/&lt;b&gt;bold&lt;/b&gt;.txt</td>");
       expect(html).toContain("<td>symlink → README.md</td>");
       expect(html).toContain(
