@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startStrictS3, type StrictS3 } from "../fixtures/s3/strict-s3";
 import { prepareShim, relayEnv, runShim } from "../shim/run-shim";
-import { processEnv, PYTHON_SHIM } from "../shim/shims";
+import { POSIX_SHIM, processEnv, PYTHON_SHIM, required } from "../shim/shims";
 import { collectRun } from "../shim/run-shim";
 import { startRelay, type RunningRelay } from "../support/relay";
 import { s3Vars } from "../support/s3-vars";
@@ -30,7 +30,7 @@ function curl(args: string[], cwd: string, stdin?: Uint8Array) {
 
 /**
  * What a newcomer does with an upload link from a terminal, on both backends: runs the command
- * `airlock request` (Node and Python shims) and the upload page show, with real curl against
+ * `airlock request` (Node, Python and POSIX shims) and the upload page show, with real curl against
  * `wrangler dev`. The file keeps its name (curl's trailing-slash form and an explicit name,
  * hostile names cleaned), the request's hint is the fallback, the bytes arrive intact, every
  * answer ends with a newline, and a refused upload makes curl exit non-zero with the reason.
@@ -108,7 +108,18 @@ describe.each(["r2", "s3"] as const)("upload links from curl (wrangler dev, %s)"
     );
     expect(renamed.code, renamed.stderr).toBe(0);
     expect(JSON.parse(renamed.stdout)).toMatchObject({ name: "my report (v2).csv" });
-    const hostileLink = (await runShim(["request"], { env })).stdout.trim();
+    // The POSIX shim's request (dash): the same two lines.
+    const posix = spawn(required("dash"), [POSIX_SHIM, "request", "--max-bytes", "1M"], {
+      env: processEnv({ PATH: process.env.PATH, ...env }),
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    const fromPosix = await collectRun(posix);
+    expect(fromPosix.code, fromPosix.stderr).toBe(0);
+    const hostileLink = fromPosix.stdout.trim();
+    expect(fromPosix.stdout).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/u\/[A-Za-z0-9_-]{43}\n$/);
+    expect(fromPosix.stderrLines).toEqual([
+      `from a terminal: curl --fail-with-body -T <file> ${hostileLink}/`,
+    ]);
     const hostile = await curl(
       [
         "--fail-with-body",

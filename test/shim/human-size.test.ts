@@ -74,17 +74,22 @@ human_size, parse_size = shim.human_size, shim.parse_size`;
 
   it("the POSIX shim, under dash with the system awk and with busybox awk", async () => {
     const source = readFileSync(POSIX_SHIM, "utf8");
-    const fn = /^human_size\(\) \{\n[\s\S]*?\n\}\n/m.exec(source)?.[0];
-    expect(fn).toBeDefined();
-    const script = `${fn}\nfor b in "$@"; do human_size "$b"; echo; done`;
-    const bytes = CASES.print.map(([b]) => String(b));
+    const definition = (name: string) =>
+      new RegExp(`^${name}\\(\\) \\{\n[\\s\\S]*?\n\\}\n`, "m").exec(source)?.[0] ?? "";
+    const script = `${definition("human_size")}${definition("parse_size")}
+for b in "$@"; do case $b in p:*) parse_size "\${b#p:}" || printf null ;; *) human_size "$b" ;; esac; echo; done`;
+    const args = [...CASES.print.map(([b]) => String(b)), ...CASES.parse.map(([t]) => `p:${t}`)];
+    const expected = [
+      ...CASES.print.map(([, text]) => text),
+      ...CASES.parse.map(([, bytes]) => String(bytes)),
+    ];
     const busybox = await busyboxOnlyPath(dir, required("busybox"), required("curl"));
     for (const path of [process.env.PATH ?? "/usr/bin:/bin", busybox]) {
-      const out = execFileSync(required("dash"), ["-c", script, "sh", ...bytes], {
+      const out = execFileSync(required("dash"), ["-c", script, "sh", ...args], {
         encoding: "utf8",
         env: processEnv({ PATH: path }),
       });
-      expect(out.split("\n").slice(0, -1)).toEqual(CASES.print.map(([, text]) => text));
+      expect(out.split("\n").slice(0, -1)).toEqual(expected);
     }
   });
 });
