@@ -30,6 +30,10 @@ export default defineConfig({
         ],
         test: {
           name: "workers",
+          // One runtime for all files: the Worker's modules load once, not once per file (that
+          // was most of the project's time). Each file still starts from an empty D1 and bucket
+          // (test/apply-migrations.ts).
+          isolate: false,
           sequence: { groupOrder: 0 },
           // Beside the node project (npm test runs both at once) a test's few seconds of CPU
           // in workerd can take several times as long: 5 s (Vitest's default) cut one off.

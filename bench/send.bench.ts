@@ -153,7 +153,8 @@ async function main(): Promise<void> {
       const loads = loadavg()
         .map((load) => load.toFixed(2))
         .join(", ");
-      return `${renderStartup(measured)}\nLoad average at the start: ${loadAtStart.toFixed(2)}; at the end: ${loads}.\n`;
+      const taken = startedAt.toISOString().slice(0, 16).replace("T", " ");
+      return `${renderStartup(measured)}\nTaken ${taken} UTC. Load average (1-min) at the start: ${loadAtStart.toFixed(2)}; at the end (1, 5, 15-min): ${loads}.\n`;
     };
     let markdown: string;
     if (values.only === "startup") {

@@ -54,19 +54,24 @@ await build({
 });
 await chmod(outfile, 0o755);
 
+/** Loads a TypeScript module of this repository (bundled by esbuild) for what the build renders. */
+async function load(entry, platform = "neutral") {
+  const bundled = await build({
+    entryPoints: [`${root}${entry}`],
+    bundle: true,
+    format: "esm",
+    platform,
+    write: false,
+    logLevel: "warning",
+  });
+  const module = Buffer.from(bundled.outputFiles[0].text).toString("base64");
+  return import(`data:text/javascript;base64,${module}`);
+}
+
 // The Python shim's MCP tools: generated from src/mcp/tool-definitions.ts into the block
 // between its markers, so that both shims serve the one set of definitions.
 const pyPath = `${root}agent-shim/airlock.py`;
-const definitions = await build({
-  entryPoints: [`${root}src/mcp/tool-definitions.ts`],
-  bundle: true,
-  format: "esm",
-  platform: "neutral",
-  write: false,
-  logLevel: "warning",
-});
-const module = Buffer.from(definitions.outputFiles[0].text).toString("base64");
-const { toolsFor, STDIO_INSTRUCTIONS } = await import(`data:text/javascript;base64,${module}`);
+const { toolsFor, STDIO_INSTRUCTIONS } = await load("src/mcp/tool-definitions.ts");
 const served = { tools: toolsFor("stdio"), instructions: STDIO_INSTRUCTIONS };
 // ASCII only (\u escapes), inside a raw triple-quoted string that json.loads reads.
 const json = JSON.stringify(served, null, 1).replace(
@@ -77,12 +82,27 @@ if (json.includes('"""')) throw new Error('an MCP tool definition holds """');
 const block = /(# BEGIN generated MCP tools[^\n]*\n)[\s\S]*?(# END generated MCP tools)/;
 const py = await concatenated("agent-shim/python", ".py");
 if (!block.test(py)) throw new Error("agent-shim/python lacks its generated MCP tools block");
+
+// The Python shim's usage lines and help pages: rendered from the Node shim's help
+// (agent-shim/src/cli/help.ts, through python-help.ts) into the block between its markers, as
+// Python literals (JSON strings of ASCII text are Python strings).
+const { pythonHelp } = await load("agent-shim/src/cli/python-help.ts", "node");
+const { usage, pages, help } = pythonHelp();
+const helpBlock = /(# BEGIN generated help[^\n]*\n)[\s\S]*?(# END generated help)/;
+if (!helpBlock.test(py)) throw new Error("agent-shim/python lacks its generated help block");
+const literal = (value) => JSON.stringify(value, null, 4);
 await writeIfChanged(
   pyPath,
-  py.replace(
-    block,
-    (_, begin, end) => `${begin}MCP_SERVED = json.loads(r"""\n${json}\n""")\n${end}`,
-  ),
+  py
+    .replace(
+      block,
+      (_, begin, end) => `${begin}MCP_SERVED = json.loads(r"""\n${json}\n""")\n${end}`,
+    )
+    .replace(
+      helpBlock,
+      (_, begin, end) =>
+        `${begin}USAGE = ${literal(usage)}\nPAGES = ${literal(pages)}\nHELP = ${literal(help)}\n${end}`,
+    ),
 );
 await chmod(pyPath, 0o755);
 const shPath = `${root}agent-shim/airlock.sh`;

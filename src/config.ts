@@ -1,3 +1,4 @@
+import { z } from "zod";
 import type { Bindings } from "./env";
 import type { DiscordConfig } from "./platforms/discord";
 import type { SlackConfig } from "./platforms/slack";
@@ -8,7 +9,10 @@ import { DEFAULT_TIERS, type Tiers } from "./platforms/tiers";
 const DAY = 86_400;
 const GiB = 1024 ** 3;
 
-/** Settings with their defaults, read once from the Worker's environment. */
+/**
+ * Settings with their defaults, read from the Worker's environment by {@link readConfig} (once
+ * per environment: `setupFor` in app.ts keeps what it read).
+ */
 export interface Config {
   adminToken: string;
   signingKey: string;
@@ -36,16 +40,18 @@ export interface Config {
   deliveryLeaseSeconds: number;
   maxFileBytes: number;
   /**
-   * Largest upload a store the relay fronts (R2) can take in one request: Workers cap request
-   * bodies by plan (100 MB on Free and Pro). Unset means no cap (local development).
+   * Largest body one upload request through the relay itself may carry (uploads to R2, upload
+   * links, MCP uploads): Workers cap request bodies by plan (100 MB on Free and Pro). Unset
+   * means no cap (local development).
    */
   relayUploadMaxBytes?: number;
-  /** Default and ceiling for a session's lifetime. */
+  /** A session's lifetime when its creator names none. */
   sessionTtlSeconds: number;
+  /** The longest lifetime a session may ask for: 30 days, not a setting. */
   maxSessionTtlSeconds: number;
   /** Default byte quota of a session when the operator names none. */
   sessionQuotaBytes: number;
-  /** Chat platforms, each present only when its bot token is set. */
+  /** Chat platforms, each present only when its token is set (WhatsApp: its access token). */
   telegram?: TelegramConfig;
   discord?: DiscordConfig;
   slack?: SlackConfig;
@@ -61,131 +67,202 @@ export interface S3Config {
   secretAccessKey: string;
 }
 
+// The relay's environment, in sections read in this order; the first bad setting is the error.
+// Each key is the variable's name, each message what is wrong with it (readConfig joins them).
+// An empty value counts as unset; wrangler's [vars] may give numbers as well as text.
+
+/** A setting that must be given. */
+const given = z.string({ error: "is not set" }).min(1, { error: "is not set" });
+
+/** Text with a default. */
+const text = (fallback: string) =>
+  z
+    .string({ error: "must be text" })
+    .optional()
+    .transform((value) => value || fallback);
+
+/** Text that may be unset. */
+const optionalText = z
+  .string({ error: "must be text" })
+  .optional()
+  .transform((value) => value || undefined);
+
+/** A positive whole number, `fallback` when unset. */
+const positiveInt = <T extends number | undefined>(fallback: T) =>
+  z.unknown().optional().transform((raw, ctx): number | T => {
+    if (raw === undefined || raw === "") return fallback;
+    const value = Number(raw);
+    if (Number.isSafeInteger(value) && value > 0) return value;
+    ctx.addIssue({ code: "custom", message: `must be a positive integer, not "${String(raw)}"` });
+    return z.NEVER;
+  });
+
+/** Comma-separated host names, `fallback` when none are given. */
+const hostList = (fallback: string[]) =>
+  optionalText.transform((raw) => {
+    const hosts = (raw ?? "")
+      .split(",")
+      .map((h) => h.trim())
+      .filter(Boolean);
+    return hosts.length > 0 ? hosts : fallback;
+  });
+
+const RELAY_ENV = z.object({
+  AIRLOCK_ADMIN_TOKEN: given,
+  AIRLOCK_SIGNING_KEY: given.min(32, { error: "must be at least 32 characters" }),
+  STORAGE: z.preprocess(
+    (value) => String(value || "r2").toLowerCase(),
+    z.enum(["r2", "s3"], {
+      error: (issue) => `must be "r2" or "s3", not "${String(issue.input)}"`,
+    }),
+  ),
+});
+
+/** Read only when STORAGE=s3. */
+const S3_ENV = z.object({
+  S3_ENDPOINT: given,
+  S3_REGION: text("auto"),
+  S3_BUCKET: given,
+  S3_ACCESS_KEY_ID: given,
+  S3_SECRET_ACCESS_KEY: given,
+});
+
+const LIMITS_ENV = z.object({
+  FILE_TTL_SECONDS: positiveInt(7 * DAY),
+  LINK_TTL_SECONDS: positiveInt(DAY),
+  UPLOAD_URL_TTL_SECONDS: positiveInt(3600),
+  MCP_DOWNLOAD_TTL_SECONDS: positiveInt(600),
+  VERIFY_RESEND_AFTER_SECONDS: positiveInt(600),
+  LINK_UPLOAD_LEASE_SECONDS: positiveInt(300),
+  DELIVERY_LEASE_SECONDS: positiveInt(120),
+  MAX_FILE_BYTES: positiveInt(5 * GiB),
+  RELAY_UPLOAD_MAX_BYTES: positiveInt(undefined),
+  SESSION_TTL_SECONDS: positiveInt(DAY),
+  SESSION_QUOTA_BYTES: positiveInt(50 * GiB),
+  TELEGRAM_MAX_PHOTO_BYTES: positiveInt(DEFAULT_TIERS.telegram.photo),
+  TELEGRAM_MAX_UPLOAD_BYTES: positiveInt(DEFAULT_TIERS.telegram.upload),
+  TELEGRAM_MAX_DOWNLOAD_BYTES: positiveInt(DEFAULT_TIERS.telegram.download),
+  DISCORD_MAX_UPLOAD_BYTES: positiveInt(DEFAULT_TIERS.discord.upload),
+  SLACK_MAX_UPLOAD_BYTES: positiveInt(DEFAULT_TIERS.slack.upload),
+  WHATSAPP_MAX_IMAGE_BYTES: positiveInt(DEFAULT_TIERS.whatsapp.image),
+  WHATSAPP_MAX_VIDEO_BYTES: positiveInt(DEFAULT_TIERS.whatsapp.video),
+  WHATSAPP_MAX_AUDIO_BYTES: positiveInt(DEFAULT_TIERS.whatsapp.audio),
+  WHATSAPP_MAX_DOCUMENT_BYTES: positiveInt(DEFAULT_TIERS.whatsapp.document),
+});
+
+const PLATFORMS_ENV = z.object({
+  TELEGRAM_BOT_TOKEN: optionalText,
+  TELEGRAM_WEBHOOK_SECRET: optionalText,
+  TELEGRAM_API_ROOT: text("https://api.telegram.org"),
+  DISCORD_BOT_TOKEN: optionalText,
+  DISCORD_PUBLIC_KEY: optionalText,
+  DISCORD_API_BASE: text("https://discord.com/api/v10"),
+  DISCORD_ATTACHMENT_HOSTS: hostList(["cdn.discordapp.com", "media.discordapp.net"]),
+  SLACK_BOT_TOKEN: optionalText,
+  SLACK_SIGNING_SECRET: optionalText,
+  SLACK_API_URL: text("https://slack.com/api/"),
+  SLACK_FILE_HOSTS: hostList(["files.slack.com"]),
+  WHATSAPP_ACCESS_TOKEN: optionalText,
+  WHATSAPP_APP_SECRET: optionalText,
+  WHATSAPP_VERIFY_TOKEN: optionalText,
+  WHATSAPP_API_BASE: text("https://graph.facebook.com/v23.0").transform((url) =>
+    url.replace(/\/+$/, ""),
+  ),
+  // Media URLs from `GET /{media-id}` point at Meta's attachment CDN.
+  WHATSAPP_MEDIA_HOSTS: hostList(["lookaside.fbsbx.com"]),
+});
+
+/** Read only when WHATSAPP_ACCESS_TOKEN is set. */
+const WHATSAPP_ENV = z.object({ WHATSAPP_PHONE_NUMBER_ID: given });
+
 /** Reads and checks the environment; throws a plain Error naming the first bad setting. */
 export function readConfig(env: Bindings): Config {
-  const adminToken = required(env, "AIRLOCK_ADMIN_TOKEN");
-  const signingKey = required(env, "AIRLOCK_SIGNING_KEY");
-  if (signingKey.length < 32) throw new Error("AIRLOCK_SIGNING_KEY must be at least 32 characters");
-  const storage = (env.STORAGE || "r2").toLowerCase();
-  if (storage !== "r2" && storage !== "s3")
-    throw new Error(`STORAGE must be "r2" or "s3", not "${storage}"`);
-  return {
-    adminToken,
-    signingKey,
-    storage,
-    s3: storage === "s3" ? readS3(env) : undefined,
-    fileTtlSeconds: positiveInt(env, "FILE_TTL_SECONDS", 7 * DAY),
-    linkTtlSeconds: positiveInt(env, "LINK_TTL_SECONDS", DAY),
-    uploadUrlTtlSeconds: positiveInt(env, "UPLOAD_URL_TTL_SECONDS", 3600),
-    mcpDownloadTtlSeconds: positiveInt(env, "MCP_DOWNLOAD_TTL_SECONDS", 600),
-    verifyResendAfterSeconds: positiveInt(env, "VERIFY_RESEND_AFTER_SECONDS", 600),
-    linkUploadLeaseSeconds: positiveInt(env, "LINK_UPLOAD_LEASE_SECONDS", 300),
-    deliveryLeaseSeconds: positiveInt(env, "DELIVERY_LEASE_SECONDS", 120),
-    maxFileBytes: positiveInt(env, "MAX_FILE_BYTES", 5 * GiB),
-    relayUploadMaxBytes: env.RELAY_UPLOAD_MAX_BYTES
-      ? positiveInt(env, "RELAY_UPLOAD_MAX_BYTES", 0)
-      : undefined,
-    sessionTtlSeconds: positiveInt(env, "SESSION_TTL_SECONDS", DAY),
-    maxSessionTtlSeconds: 30 * DAY,
-    sessionQuotaBytes: positiveInt(env, "SESSION_QUOTA_BYTES", 50 * GiB),
-    ...readPlatforms(env),
-  };
-}
-
-function readPlatforms(
-  env: Bindings,
-): Pick<Config, "telegram" | "discord" | "slack" | "whatsapp" | "tiers"> {
+  const relay = parse(RELAY_ENV, env);
+  const s3 = relay.STORAGE === "s3" ? parse(S3_ENV, env) : undefined;
+  const limits = parse(LIMITS_ENV, env);
+  const platforms = parse(PLATFORMS_ENV, env);
+  const whatsapp = platforms.WHATSAPP_ACCESS_TOKEN ? parse(WHATSAPP_ENV, env) : undefined;
   const tiers: Tiers = {
     telegram: {
-      photo: positiveInt(env, "TELEGRAM_MAX_PHOTO_BYTES", DEFAULT_TIERS.telegram.photo),
-      upload: positiveInt(env, "TELEGRAM_MAX_UPLOAD_BYTES", DEFAULT_TIERS.telegram.upload),
-      download: positiveInt(env, "TELEGRAM_MAX_DOWNLOAD_BYTES", DEFAULT_TIERS.telegram.download),
+      photo: limits.TELEGRAM_MAX_PHOTO_BYTES,
+      upload: limits.TELEGRAM_MAX_UPLOAD_BYTES,
+      download: limits.TELEGRAM_MAX_DOWNLOAD_BYTES,
     },
-    discord: { upload: positiveInt(env, "DISCORD_MAX_UPLOAD_BYTES", DEFAULT_TIERS.discord.upload) },
-    slack: { upload: positiveInt(env, "SLACK_MAX_UPLOAD_BYTES", DEFAULT_TIERS.slack.upload) },
+    discord: { upload: limits.DISCORD_MAX_UPLOAD_BYTES },
+    slack: { upload: limits.SLACK_MAX_UPLOAD_BYTES },
     whatsapp: {
-      image: positiveInt(env, "WHATSAPP_MAX_IMAGE_BYTES", DEFAULT_TIERS.whatsapp.image),
-      video: positiveInt(env, "WHATSAPP_MAX_VIDEO_BYTES", DEFAULT_TIERS.whatsapp.video),
-      audio: positiveInt(env, "WHATSAPP_MAX_AUDIO_BYTES", DEFAULT_TIERS.whatsapp.audio),
-      document: positiveInt(env, "WHATSAPP_MAX_DOCUMENT_BYTES", DEFAULT_TIERS.whatsapp.document),
+      image: limits.WHATSAPP_MAX_IMAGE_BYTES,
+      video: limits.WHATSAPP_MAX_VIDEO_BYTES,
+      audio: limits.WHATSAPP_MAX_AUDIO_BYTES,
+      document: limits.WHATSAPP_MAX_DOCUMENT_BYTES,
     },
   };
   return {
+    adminToken: relay.AIRLOCK_ADMIN_TOKEN,
+    signingKey: relay.AIRLOCK_SIGNING_KEY,
+    storage: relay.STORAGE,
+    s3: s3 && {
+      endpoint: s3.S3_ENDPOINT,
+      region: s3.S3_REGION,
+      bucket: s3.S3_BUCKET,
+      accessKeyId: s3.S3_ACCESS_KEY_ID,
+      secretAccessKey: s3.S3_SECRET_ACCESS_KEY,
+    },
+    fileTtlSeconds: limits.FILE_TTL_SECONDS,
+    linkTtlSeconds: limits.LINK_TTL_SECONDS,
+    uploadUrlTtlSeconds: limits.UPLOAD_URL_TTL_SECONDS,
+    mcpDownloadTtlSeconds: limits.MCP_DOWNLOAD_TTL_SECONDS,
+    verifyResendAfterSeconds: limits.VERIFY_RESEND_AFTER_SECONDS,
+    linkUploadLeaseSeconds: limits.LINK_UPLOAD_LEASE_SECONDS,
+    deliveryLeaseSeconds: limits.DELIVERY_LEASE_SECONDS,
+    maxFileBytes: limits.MAX_FILE_BYTES,
+    relayUploadMaxBytes: limits.RELAY_UPLOAD_MAX_BYTES,
+    sessionTtlSeconds: limits.SESSION_TTL_SECONDS,
+    maxSessionTtlSeconds: 30 * DAY,
+    sessionQuotaBytes: limits.SESSION_QUOTA_BYTES,
     tiers,
-    telegram: env.TELEGRAM_BOT_TOKEN
+    telegram: platforms.TELEGRAM_BOT_TOKEN
       ? {
-          botToken: env.TELEGRAM_BOT_TOKEN,
-          webhookSecret: env.TELEGRAM_WEBHOOK_SECRET || undefined,
-          apiRoot: env.TELEGRAM_API_ROOT || "https://api.telegram.org",
+          botToken: platforms.TELEGRAM_BOT_TOKEN,
+          webhookSecret: platforms.TELEGRAM_WEBHOOK_SECRET,
+          apiRoot: platforms.TELEGRAM_API_ROOT,
           maxDownloadBytes: tiers.telegram.download,
         }
       : undefined,
-    discord: env.DISCORD_BOT_TOKEN
+    discord: platforms.DISCORD_BOT_TOKEN
       ? {
-          botToken: env.DISCORD_BOT_TOKEN,
-          publicKey: env.DISCORD_PUBLIC_KEY || undefined,
-          apiBase: env.DISCORD_API_BASE || "https://discord.com/api/v10",
-          attachmentHosts: hostList(env.DISCORD_ATTACHMENT_HOSTS, [
-            "cdn.discordapp.com",
-            "media.discordapp.net",
-          ]),
+          botToken: platforms.DISCORD_BOT_TOKEN,
+          publicKey: platforms.DISCORD_PUBLIC_KEY,
+          apiBase: platforms.DISCORD_API_BASE,
+          attachmentHosts: platforms.DISCORD_ATTACHMENT_HOSTS,
         }
       : undefined,
-    slack: env.SLACK_BOT_TOKEN
+    slack: platforms.SLACK_BOT_TOKEN
       ? {
-          botToken: env.SLACK_BOT_TOKEN,
-          signingSecret: env.SLACK_SIGNING_SECRET || undefined,
-          apiUrl: env.SLACK_API_URL || "https://slack.com/api/",
-          fileHosts: hostList(env.SLACK_FILE_HOSTS, ["files.slack.com"]),
+          botToken: platforms.SLACK_BOT_TOKEN,
+          signingSecret: platforms.SLACK_SIGNING_SECRET,
+          apiUrl: platforms.SLACK_API_URL,
+          fileHosts: platforms.SLACK_FILE_HOSTS,
         }
       : undefined,
-    whatsapp: env.WHATSAPP_ACCESS_TOKEN
-      ? {
-          accessToken: env.WHATSAPP_ACCESS_TOKEN,
-          phoneNumberId: required(env, "WHATSAPP_PHONE_NUMBER_ID"),
-          appSecret: env.WHATSAPP_APP_SECRET || undefined,
-          verifyToken: env.WHATSAPP_VERIFY_TOKEN || undefined,
-          apiBase: (env.WHATSAPP_API_BASE || "https://graph.facebook.com/v23.0").replace(
-            /\/+$/,
-            "",
-          ),
-          // Media URLs from `GET /{media-id}` point at Meta's attachment CDN.
-          mediaHosts: hostList(env.WHATSAPP_MEDIA_HOSTS, ["lookaside.fbsbx.com"]),
-        }
-      : undefined,
+    whatsapp:
+      platforms.WHATSAPP_ACCESS_TOKEN && whatsapp
+        ? {
+            accessToken: platforms.WHATSAPP_ACCESS_TOKEN,
+            phoneNumberId: whatsapp.WHATSAPP_PHONE_NUMBER_ID,
+            appSecret: platforms.WHATSAPP_APP_SECRET,
+            verifyToken: platforms.WHATSAPP_VERIFY_TOKEN,
+            apiBase: platforms.WHATSAPP_API_BASE,
+            mediaHosts: platforms.WHATSAPP_MEDIA_HOSTS,
+          }
+        : undefined,
   };
 }
 
-function hostList(raw: string | undefined, fallback: string[]): string[] {
-  const hosts = (raw ?? "")
-    .split(",")
-    .map((h) => h.trim())
-    .filter(Boolean);
-  return hosts.length > 0 ? hosts : fallback;
-}
-
-function readS3(env: Bindings): S3Config {
-  return {
-    endpoint: required(env, "S3_ENDPOINT"),
-    region: env.S3_REGION || "auto",
-    bucket: required(env, "S3_BUCKET"),
-    accessKeyId: required(env, "S3_ACCESS_KEY_ID"),
-    secretAccessKey: required(env, "S3_SECRET_ACCESS_KEY"),
-  };
-}
-
-function required<K extends keyof Bindings>(env: Bindings, name: K): string {
-  const value = env[name];
-  if (typeof value !== "string" || value === "") throw new Error(`${String(name)} is not set`);
-  return value;
-}
-
-function positiveInt<K extends keyof Bindings>(env: Bindings, name: K, fallback: number): number {
-  const raw = env[name];
-  if (raw === undefined || raw === "") return fallback;
-  const value = Number(raw);
-  if (!Number.isSafeInteger(value) || value <= 0) {
-    throw new Error(`${String(name)} must be a positive integer, not "${String(raw)}"`);
-  }
-  return value;
+/** Parses one section of the environment; throws "<VARIABLE> <what is wrong>". */
+function parse<T extends z.ZodType>(schema: T, env: Bindings): z.output<T> {
+  const result = schema.safeParse(env);
+  if (result.success) return result.data;
+  const issue = result.error.issues[0]!;
+  throw new Error(`${issue.path.join(".")} ${issue.message}`);
 }

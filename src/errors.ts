@@ -35,7 +35,7 @@ export const ERRORS = {
     message: "this session may not deliver to that destination",
   },
   platform_not_configured: {
-    status: 503,
+    status: 400,
     message: "that chat platform is not configured on this relay",
   },
   delivery_failed: { status: 502, message: "the chat platform refused the delivery" },

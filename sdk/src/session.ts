@@ -88,7 +88,7 @@ export class AirlockSession extends FileAccess {
 
   /**
    * Sends one of the session's files to a chat bound to the session. Refusals:
-   * `403 destination_not_allowed`, `503 platform_not_configured`, `502 delivery_failed`,
+   * `403 destination_not_allowed`, `400 platform_not_configured`, `502 delivery_failed`,
    * `409 delivery_in_progress`. Never retried by the SDK.
    */
   async deliver(fileId: string, options: DeliverOptions): Promise<DeliveryRecord> {

@@ -6,6 +6,8 @@ export interface TarEntry {
   size: number;
   type: EntryType;
   linkTarget?: string;
+  /** A file's first content byte in the tar stream (listings made since zip downloads). */
+  offset?: number;
 }
 
 /** The entries read, and why reading stopped before the end, if it did. */

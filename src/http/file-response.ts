@@ -219,7 +219,7 @@ function rangesServed(file: FileRow): boolean {
  * bytes went out when it ends before `length` (cancelled by a client that went away, or
  * a store error).
  */
-function meter(
+export function meter(
   body: ReadableStream<Uint8Array>,
   length: number,
   clientGone: AbortSignal,

@@ -11,11 +11,12 @@ export { inlineMime } from "./share-page/preview-kind";
 
 /**
  * A browser navigating to a share link (it accepts HTML) gets the page; any other client,
- * a `?download` or `?inline` link and a Range request get the bytes.
+ * a `?download`, `?inline`, `?entry` or `?zip` link and a Range request get the bytes.
  */
 export function wantsPage(request: Request): boolean {
   const url = new URL(request.url);
-  if (url.searchParams.has("download") || url.searchParams.has("inline")) return false;
+  if (["download", "inline", "entry", "zip"].some((query) => url.searchParams.has(query)))
+    return false;
   if (request.headers.has("range")) return false;
   return acceptsHtml(request);
 }

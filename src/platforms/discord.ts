@@ -6,6 +6,7 @@ import type {
 import { InteractionResponseType, InteractionType, verifyKey } from "discord-interactions";
 import { AppError } from "../errors";
 import { cleanFileName } from "../names";
+import { AIRLOCK_COMMAND } from "./discord-commands";
 import { multipartBody } from "./multipart-body";
 import {
   PlatformError,
@@ -29,6 +30,8 @@ export interface DiscordConfig {
 const MAX_WEBHOOK_AGE_SECONDS = 300;
 /** ApplicationCommandOptionType.Attachment (discord-interactions has no enum for option types). */
 const OPTION_ATTACHMENT = 11;
+/** MessageFlags.Ephemeral: only the person who ran the command sees the answer. */
+const EPHEMERAL = 64;
 
 /**
  * The characters Discord's markdown reads (emphasis, code, spoilers, quotes, headings, lists,
@@ -115,8 +118,13 @@ export class DiscordPlatform implements Platform {
       };
     }
     const attachments: InboundAttachment[] = [];
+    const chat = interaction.channel?.id ? `discord:${interaction.channel.id}` : undefined;
     if (interaction.type === (InteractionType.APPLICATION_COMMAND as number)) {
       const command = interaction as APIChatInputApplicationCommandInteraction;
+      if (command.data.name === AIRLOCK_COMMAND.name) {
+        const reply = (text: string) => interactionReply(text, EPHEMERAL);
+        return { response: reply(""), reply, chat, asksChatId: true, attachments, refused: [] };
+      }
       for (const option of command.data.options ?? []) {
         if (option.type !== OPTION_ATTACHMENT) continue;
         const attachment = command.data.resolved?.attachments?.[String(option.value)];
@@ -130,15 +138,11 @@ export class DiscordPlatform implements Platform {
         });
       }
     }
-    const respond = (refused: Refusal[]) =>
-      Response.json({
-        type: InteractionResponseType.CHANNEL_MESSAGE_WITH_SOURCE,
-        data: { content: replyText(attachments, refused), allowed_mentions: { parse: [] } },
-      });
+    const respond = (refused: Refusal[]) => interactionReply(replyText(attachments, refused));
     return {
       response: respond([]),
       respond,
-      chat: interaction.channel?.id ? `discord:${interaction.channel.id}` : undefined,
+      chat,
       eventKey: `discord:${interaction.id}`,
       attachments,
       refused: [],
@@ -171,6 +175,14 @@ export class DiscordPlatform implements Platform {
     retryAfter ??= Number(response.headers.get("retry-after")) || undefined;
     throw new PlatformError("discord", response.status, reason, retryAfter);
   }
+}
+
+/** An interaction's answer: a message in the channel (only the asker sees an ephemeral one). */
+function interactionReply(content: string, flags?: number): Response {
+  return Response.json({
+    type: InteractionResponseType.CHANNEL_MESSAGE_WITH_SOURCE,
+    data: { content, allowed_mentions: { parse: [] }, ...(flags ? { flags } : {}) },
+  });
 }
 
 /** The interaction's answer: what was received, and what was refused and why. */

@@ -75,6 +75,17 @@ export interface WebhookEvent {
   refused: Refusal[];
   /** Further events carried in the same webhook (WhatsApp batches messages from several people). */
   more?: WebhookEvent[];
+  /**
+   * The person asked for this chat's destination id (`/airlock`): the relay answers with it
+   * and nothing else, and stores nothing from the event.
+   */
+  asksChatId?: boolean;
+  /**
+   * For commands answered in the webhook's response itself (Discord interactions, Slack
+   * slash commands): the response that shows `text` in the chat. Without it the relay posts
+   * the answer as a message.
+   */
+  reply?: (text: string) => Response;
 }
 
 /**

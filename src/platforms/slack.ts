@@ -125,6 +125,8 @@ export class SlackPlatform implements Platform {
   }
 
   async parseWebhook(rawBody: string): Promise<WebhookEvent> {
+    // Slash commands come form-encoded to the same Request URL, signed the same way.
+    if (!rawBody.trimStart().startsWith("{")) return slashCommand(new URLSearchParams(rawBody));
     const envelope = JSON.parse(rawBody) as SlackEnvelope;
     if (envelope.type === "url_verification") {
       return {
@@ -218,6 +220,16 @@ function eventKeyOf(
   if (!ts && files.length === 0) return undefined;
   const parts = [envelope.team_id, channel, event?.type, ts, files.join(",")];
   return `slack:derived:${parts.map((p) => p ?? "").join(":")}`;
+}
+
+/** `/airlock` asks for the channel's destination id; the answer only the asker sees. */
+function slashCommand(form: URLSearchParams): WebhookEvent {
+  const event: WebhookEvent = { response: new Response(null), attachments: [], refused: [] };
+  const channel = form.get("channel_id");
+  if (form.get("command") !== "/airlock" || !channel) return event;
+  const reply = (text: string) =>
+    Response.json({ response_type: "ephemeral", text: escapeText(text) });
+  return { ...event, chat: `slack:${channel}`, asksChatId: true, reply };
 }
 
 function attachmentOf(file: SlackFile): InboundAttachment {

@@ -93,6 +93,8 @@ export class TelegramPlatform implements Platform {
     if (!message) return event;
     event.chat = `telegram:${message.chat.id}`;
     event.eventKey = `telegram:${update.update_id}`;
+    // `/airlock`, or `/airlock@<bot>` as a group shows it.
+    if (/^\/airlock(@\w+)?(\s|$)/i.test(message.text ?? "")) return { ...event, asksChatId: true };
     for (const attachment of attachmentsOf(message, update.update_id)) {
       if (attachment.size !== null && attachment.size > this.config.maxDownloadBytes) {
         const limit = Math.round(this.config.maxDownloadBytes / 1e6);

@@ -1,7 +1,6 @@
 import { timingSafeEqual } from "hono/utils/buffer";
 import { hmacSha256Hex } from "../auth/hmac";
 import { AppError } from "../errors";
-import { cleanFileName } from "../names";
 import type { MediaKind } from "./media-kind";
 import { multipartBody } from "./multipart-body";
 import {
@@ -15,6 +14,8 @@ import {
   type WebhookEvent,
 } from "./platform";
 import { fetchFromAllowedHost } from "./streams";
+import { isMediaRefusal, toPlatformError, type GraphError } from "./whatsapp-errors";
+import { eventOf, type WhatsAppEnvelope } from "./whatsapp-inbound";
 
 export interface WhatsAppConfig {
   accessToken: string;
@@ -31,71 +32,12 @@ export interface WhatsAppConfig {
 /** WhatsApp keeps uploaded media for 30 days; a media id is reused for a day less. */
 const MEDIA_ID_TTL_MS = 29 * 86_400_000;
 
-/** The 24-hour customer service window is closed: free-form messages are refused. */
-export const OUTSIDE_WINDOW_CODE = 131047;
-
-/** Graph error codes that mean "slow down" whatever the HTTP status says. */
-const RATE_LIMIT_CODES = new Set([4, 80007, 130429, 131056]);
-/** Graph error codes a message sent with a stored media id gets when that id is no longer good. */
-const MEDIA_REFUSED_CODES = new Set([100, 131053]);
-
 const MESSAGE_TYPE: Record<MediaKind, "image" | "video" | "audio" | "document"> = {
   photo: "image",
   video: "video",
   audio: "audio",
   document: "document",
 };
-
-/** The media message types a person can send that carry a file. */
-const INBOUND_MEDIA = ["document", "image", "audio", "video", "voice", "sticker"] as const;
-
-const EXTENSIONS: Record<string, string> = {
-  "image/jpeg": ".jpg",
-  "image/png": ".png",
-  "image/webp": ".webp",
-  "video/mp4": ".mp4",
-  "video/3gpp": ".3gp",
-  "audio/ogg": ".ogg",
-  "audio/mpeg": ".mp3",
-  "audio/aac": ".aac",
-  "audio/amr": ".amr",
-  "audio/mp4": ".m4a",
-};
-
-interface GraphError {
-  error?: {
-    message?: string;
-    code?: number;
-    error_data?: { details?: string };
-  };
-}
-
-interface InboundMedia {
-  id?: unknown;
-  mime_type?: unknown;
-  filename?: unknown;
-}
-
-interface InboundMessage {
-  from?: unknown;
-  id?: unknown;
-  type?: unknown;
-  [media: string]: unknown;
-}
-
-interface WhatsAppEnvelope {
-  object?: string;
-  entry?: {
-    changes?: {
-      field?: string;
-      value?: {
-        metadata?: { phone_number_id?: string };
-        messages?: InboundMessage[];
-        statuses?: unknown[];
-      };
-    }[];
-  }[];
-}
 
 /** WhatsApp through the Cloud API (Graph API at `WHATSAPP_API_BASE`), with plain fetch. */
 export class WhatsAppPlatform implements Platform {
@@ -268,68 +210,4 @@ export class WhatsAppPlatform implements Platform {
     if (json === undefined) throw new PlatformError("whatsapp", 502, "answer is not JSON");
     return json as T;
   }
-}
-
-function toPlatformError(
-  response: Response,
-  body: GraphError | undefined,
-  text: string,
-): PlatformError {
-  const error = body?.error;
-  const code = error?.code;
-  if (code === OUTSIDE_WINDOW_CODE) {
-    return new PlatformError(
-      "whatsapp",
-      response.status,
-      "outside WhatsApp's 24-hour window since the person's last message: WhatsApp lets a " +
-        "business send free-form messages only within 24 hours of it, so the person must " +
-        `write to this number first (error ${OUTSIDE_WINDOW_CODE})`,
-    );
-  }
-  const retryAfter = Number(response.headers.get("retry-after"));
-  const status = code !== undefined && RATE_LIMIT_CODES.has(code) ? 429 : response.status;
-  const details = error?.error_data?.details;
-  const reason = error?.message
-    ? `${error.message}${code !== undefined ? ` (${code})` : ""}${details ? `: ${details}` : ""}`
-    : `HTTP ${response.status}: ${text.slice(0, 200)}`;
-  return new PlatformError(
-    "whatsapp",
-    status,
-    reason,
-    Number.isFinite(retryAfter) && retryAfter > 0 ? retryAfter : undefined,
-  );
-}
-
-function isMediaRefusal(error: PlatformError): boolean {
-  const code = /\((\d+)\)/.exec(error.reason)?.[1];
-  return !error.retryable && code !== undefined && MEDIA_REFUSED_CODES.has(Number(code));
-}
-
-/** The event for one message a person sent: its media, if any, under the sender's chat. */
-function eventOf(message: InboundMessage): WebhookEvent | null {
-  const from = typeof message.from === "string" ? message.from : "";
-  const id = typeof message.id === "string" ? message.id : "";
-  if (!/^\d{1,20}$/.test(from) || id === "") return null;
-  const event: WebhookEvent = {
-    response: new Response(null, { status: 200 }),
-    chat: `whatsapp:${from}`,
-    eventKey: `whatsapp:${id}`,
-    attachments: [],
-    refused: [],
-  };
-  const type = INBOUND_MEDIA.find((t) => t === message.type);
-  const media = type ? (message[type] as InboundMedia | undefined) : undefined;
-  if (!type || !media || typeof media.id !== "string" || media.id === "") return event;
-  const mime = typeof media.mime_type === "string" ? media.mime_type : undefined;
-  const bare = mime?.split(";")[0]?.trim().toLowerCase() ?? "";
-  const fallback = cleanFileName(`${type}-${media.id}${EXTENSIONS[bare] ?? ""}`, type);
-  const given = typeof media.filename === "string" ? media.filename : "";
-  event.attachments.push({
-    name: cleanFileName(given, fallback),
-    // The webhook does not say how big the media is; the download's length is checked.
-    size: null,
-    contentType: bare || undefined,
-    ref: { mediaId: media.id },
-  });
-  return event;
 }

@@ -9,6 +9,7 @@ import { isId, newId } from "../ids";
 import { readJson } from "../http/json-body";
 import { seedInbox } from "../services/inbox/inbox";
 import { cleanFileName } from "../names";
+import { parseDestination } from "../platforms";
 import { byteCount, destination, mediaType } from "../services/validation";
 
 const mintBody = z
@@ -38,6 +39,15 @@ export const sessions = new Hono<AppEnv>()
         "invalid_request",
         `ttlSeconds: must be at most ${config.maxSessionTtlSeconds}`,
       );
+    }
+    // A chat on a platform this relay has no bot for would fail only at the first send.
+    for (const to of body.destinations ?? []) {
+      const platform = parseDestination(to)?.platform;
+      if (platform && !c.var.deps.platforms[platform])
+        throw new AppError(
+          "platform_not_configured",
+          `${platform} is not configured on this relay`,
+        );
     }
     const now = c.var.deps.now();
     const id = newId("ses");

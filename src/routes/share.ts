@@ -4,6 +4,7 @@ import { verifyShareToken } from "../auth/share-link";
 import { findFileIncludingDeleted } from "../db/files";
 import { findLink, reserveLinkBytes } from "../db/links";
 import { AppError } from "../errors";
+import { archivePart, archiveResponse } from "../http/archive-response";
 import { fileResponse, STORE_URL_TTL_MS } from "../http/file-response";
 import { acceptsHtml, inlineMime, shareErrorPage, sharePage, wantsPage } from "../http/share-page";
 import { linkBudget, linkUsage } from "../services/sharing/link-budget";
@@ -53,6 +54,16 @@ export const share = new Hono<AppEnv>().get("/:token", async (c) => {
           : undefined;
       return await sharePage(deps, file, { expiresAt, now, limit });
     }
+    // `?entry=N` and `?zip=1`: one file of an archive, or the whole as a zip.
+    const part = archivePart(new URL(request.url));
+    if (part)
+      return await archiveResponse(
+        deps,
+        file,
+        request,
+        part,
+        capped ? linkBudget(deps, capped, file, "download") : undefined,
+      );
     if (c.req.query("inline") !== undefined) {
       const contentType = await inlineMime(deps.store, file);
       if (contentType)

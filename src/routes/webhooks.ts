@@ -4,6 +4,7 @@ import { AppError } from "../errors";
 import { readCappedText } from "../http/json-body";
 import { logEvent, since } from "../log";
 import type { PlatformName } from "../platforms";
+import { answerChatId } from "../services/chat-id";
 import { receiveAttachments } from "../services/inbox/inbox";
 
 const PLATFORMS: readonly PlatformName[] = ["telegram", "discord", "slack", "whatsapp"];
@@ -51,9 +52,13 @@ export const webhooks = new Hono<AppEnv>()
     } catch {
       throw new AppError("invalid_json", "webhook body is not a valid event");
     }
-    const refused = await receiveAttachments(deps, platform, event);
+    // `/airlock` asks for the chat's destination id: answered, nothing stored.
+    const refused = event.asksChatId ? [] : await receiveAttachments(deps, platform, event);
     // Further events in the same webhook (WhatsApp batches messages from several people).
-    for (const more of event.more ?? []) await receiveAttachments(deps, platform, more);
+    for (const more of event.more ?? []) {
+      if (more.asksChatId) await answerChatId(deps, platform, more);
+      else await receiveAttachments(deps, platform, more);
+    }
     logEvent("webhook", {
       platform: name,
       chat: event.chat,
@@ -63,5 +68,6 @@ export const webhooks = new Hono<AppEnv>()
       refused: refused.length,
       durationMs: since(started),
     });
+    if (event.asksChatId) return answerChatId(deps, platform, event);
     return event.respond ? event.respond(refused) : event.response;
   });

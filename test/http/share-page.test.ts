@@ -269,12 +269,19 @@ describe("the share page (browsers)", () => {
       const html = await page(file.url);
       expect(html).toContain("Archive with 5 entries.");
       expect(html).toContain('<td>project/</td><td class="num"></td><td>directory</td>');
-      expect(html).toContain('<td>project/README.md</td><td class="num">1.2 KiB</td><td>file</td>');
-      expect(html).toContain("<td>project/&lt;b&gt;bold&lt;/b&gt;.txt</td>");
+      // Files link to their own download (`?entry=N`, N their place in the listing).
+      expect(html).toContain(
+        '<td><a href="?entry=1" download>project/README.md</a></td><td class="num">1.2 KiB</td><td>file</td>',
+      );
+      expect(html).toContain(
+        '<td><a href="?entry=2" download>project/&lt;b&gt;bold&lt;/b&gt;.txt</a></td>',
+      );
+      expect(html).toContain("<td>project/latest</td>");
       expect(html).toContain("<td>symlink → README.md</td>");
       expect(html).toContain(
-        `<td>${"deep/".repeat(20).slice(0, 99)}/file.bin</td><td class="num">${humanSize(70_000)}</td>`,
+        `<td><a href="?entry=4" download>${"deep/".repeat(20).slice(0, 99)}/file.bin</a></td><td class="num">${humanSize(70_000)}</td>`,
       );
+      expect(html).toContain('<a class="button" href="?zip=1" download="project.zip">');
     }
   });
 
@@ -336,7 +343,7 @@ describe("the share page (browsers)", () => {
       (await findFileIncludingDeleted(env.DB, file.fileId))!.storedKey,
     );
     expect(stored?.listing).toEqual({
-      entries: [{ name: "bomb.bin", size: 1024 ** 3, type: "file" }],
+      entries: [{ name: "bomb.bin", size: 1024 ** 3, type: "file", offset: 512 }],
       stopped: "bytes",
     });
     const html = await page(file.url);
@@ -448,8 +455,8 @@ describe("listTar", () => {
     bytes.set(encode(pax), paxAt);
     expect(await listTar(stream(bytes))).toEqual({
       entries: [
-        { name: long, size: 3, type: "file" },
-        { name: long, size: 4, type: "file" },
+        { name: long, size: 3, type: "file", offset: 1536 },
+        { name: long, size: 4, type: "file", offset: 3584 },
       ],
     });
   });
@@ -470,8 +477,8 @@ describe("listTar", () => {
     header.set(encode(`${sum.toString(8).padStart(6, "0")}\0 `), 148);
     expect(await listTar(stream(bytes))).toEqual({
       entries: [
-        { name: "big", size: 1024, type: "file" },
-        { name: "after", size: 0, type: "file" },
+        { name: "big", size: 1024, type: "file", offset: 1536 },
+        { name: "after", size: 0, type: "file", offset: 3072 },
       ],
     });
   });

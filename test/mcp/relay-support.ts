@@ -57,22 +57,7 @@ export function curl(
 }
 
 /** The operator puts `bytes` in a session's inbox as `name`. */
-export async function seed(
-  relay: RunningRelay,
-  sessionId: string,
-  name: string,
-  bytes: Uint8Array,
-): Promise<void> {
-  const response = await fetch(
-    `${relay.url}/v1/sessions/${sessionId}/inbox?name=${encodeURIComponent(name)}`,
-    {
-      method: "POST",
-      headers: { authorization: `Bearer ${relay.adminToken}` },
-      body: bytes,
-    },
-  );
-  if (response.status !== 201) throw new Error(`seed failed: ${response.status}`);
-}
+export { seedInbox as seed } from "../support/seed-inbox";
 
 /** What `receive_files` lists for one item. */
 export interface ListedItem {

@@ -360,15 +360,22 @@ describe("POST /v1/files/:id/deliveries refusals", () => {
     });
   });
 
-  it("returns 503 for a platform the relay has no token for", async () => {
-    const { client, token, chats, deliver } = await setup({ DISCORD_BOT_TOKEN: "" });
-    const file = await upload(client, token, randomBytes(10), "a.bin");
-    expect(
-      await errorOf(await deliver(file.fileId, { to: `discord:${chats.discord}` })),
-    ).toMatchObject({
-      status: 503,
-      code: "platform_not_configured",
+  it("returns 400 for a platform whose bot was removed after the session was minted", async () => {
+    const { token, chats } = await setup();
+    const without = new RelayClient(fakes.env(env, { DISCORD_BOT_TOKEN: "" }));
+    const file = await upload(without, token, randomBytes(10), "a.bin");
+    const answer = await without.call("POST", `/v1/files/${file.fileId}/deliveries`, {
+      token,
+      json: { to: `discord:${chats.discord}` },
     });
+    expect(await errorOf(answer)).toMatchObject({
+      status: 400,
+      code: "platform_not_configured",
+      message: "discord is not configured on this relay",
+    });
+    expect(await fakes.requests("discord", "channels.messages")).not.toContainEqual(
+      expect.objectContaining({ path: expect.stringContaining(chats.discord) }),
+    );
   });
 
   it("returns 400 for a malformed destination", async () => {

@@ -1,10 +1,12 @@
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { randomBytes } from "../support/bytes";
+import { PlatformFakes, uniqueChatId } from "../support/platform-fakes";
 import { ADMIN_TOKEN, errorOf, RelayClient } from "../support/relay-client";
 import { upload } from "../support/send";
 
-const client = new RelayClient(env);
+/** Telegram, Discord and Slack configured (pointed at the fakes); WhatsApp not. */
+const client = new RelayClient(new PlatformFakes().env(env));
 
 describe("POST /v1/sessions", () => {
   it("mints a token bound to destinations, quota and lifetime", async () => {
@@ -21,6 +23,27 @@ describe("POST /v1/sessions", () => {
     const expiresIn = Date.parse(body.expiresAt as string) - Date.now();
     expect(expiresIn).toBeGreaterThan(55_000);
     expect(expiresIn).toBeLessThanOrEqual(60_000);
+  });
+
+  it("refuses a destination on a platform this relay has not configured: 400 platform_not_configured, nothing minted", async () => {
+    const person = uniqueChatId();
+    const refused = await errorOf(
+      await client.call("POST", "/v1/sessions", {
+        token: ADMIN_TOKEN,
+        json: { destinations: ["telegram:-100123", `whatsapp:${person}`] },
+      }),
+    );
+    expect(refused).toEqual({
+      status: 400,
+      code: "platform_not_configured",
+      message: "whatsapp is not configured on this relay",
+    });
+    const minted = await env.DB.prepare(
+      "SELECT count(*) AS n FROM sessions WHERE destinations LIKE ?",
+    )
+      .bind(`%${person}%`)
+      .first<{ n: number }>();
+    expect(minted?.n).toBe(0);
   });
 
   it("returns 401 without the admin token and 403 for a session token", async () => {

@@ -2,6 +2,7 @@ import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { createShareToken } from "../../src/auth/share-link";
 import { logText, randomBytes, sha256Hex, TINY_PNG } from "../support/bytes";
+import { bytesServed } from "../support/link-usage";
 import { ADMIN_TOKEN, errorOf, ORIGIN, RelayClient } from "../support/relay-client";
 import { upload } from "../support/send";
 
@@ -170,14 +171,6 @@ async function limitedLink(
   expect(response.status).toBe(201);
   const { url } = (await response.json()) as { url: string };
   return { url, bytes, fileId: file.fileId, sha256: file.sha256 };
-}
-
-async function bytesServed(url: string): Promise<number> {
-  const linkId = url.split(".").at(-2)!;
-  const row = await env.DB.prepare("SELECT bytes_served FROM links WHERE id = ?")
-    .bind(linkId)
-    .first<{ bytes_served: number }>();
-  return row!.bytes_served;
 }
 
 const BROWSER = "text/html,application/xhtml+xml,*/*;q=0.8";

@@ -177,6 +177,24 @@ for (const backend of backends()) {
       }
     });
 
+    it("leaves a small gzip that inflates past INLINE_VERIFY_MAX_BYTES to the queue: complete inflates nothing", async () => {
+      // 16 KiB of gzip that declares (honestly) 8 MiB of zeros: the request's cost must follow
+      // what it stores, so the inflating check runs on the queue.
+      const bytes = new Uint8Array(2 * INLINE_VERIFY_MAX_BYTES);
+      const { token } = await client.mintSession();
+      client.holdVerification();
+      try {
+        const sent = await upload(client, token, bytes, "zeros.bin", "gzip");
+        expect(sent.uploadedBytes).toBeLessThan(64 * 1024);
+        expect(sent.status).toBe("pending");
+        await client.runQueued();
+        const file = await client.call("GET", `/v1/files/${sent.fileId}`, { token });
+        expect(await file.json()).toMatchObject({ status: "verified", sha256: sent.sha256 });
+      } finally {
+        client.resumeVerification();
+      }
+    });
+
     it("refuses a PUT of other bytes than declared and stores nothing", async () => {
       const { token } = await client.mintSession();
       const bytes = randomBytes(4096);

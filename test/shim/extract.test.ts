@@ -2,39 +2,49 @@ import { existsSync } from "node:fs";
 import { mkdir, mkdtemp, readFile, readdir, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { USAGE } from "../../agent-shim/src/cli/help";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { TOKEN, startFakeRelay, type FakeRelay } from "./fake-relay";
+import { beforeEach, describe, expect, it } from "vitest";
+import type { InboxRecord } from "../../src/wire-types";
+import { seedInbox } from "../support/seed-inbox";
+import { sharedRelay } from "../support/shared-relay";
 import { RUNTIMES, runShim, relayEnv } from "./run-shim";
 import { buildTree, listTree, rawTarGz, systemTar, type RawEntry } from "./tar-trees";
 import { shimScratchDir } from "./scratch-dir";
 
-// `airlock pull --extract` against the fake relay, under every runtime: archives made by GNU tar
-// are extracted; hostile ones are refused whole and stay in the inbox.
+// `airlock pull --extract` against the real relay (the run's shared one, a session per case),
+// under every runtime: archives made by GNU tar are extracted; hostile ones are refused whole and
+// stay in the inbox.
 
 const root = shimScratchDir("airlock-shim-extract-");
 
 describe.each(RUNTIMES)("airlock pull --extract under $name", ({ node }) => {
-  let relay: FakeRelay;
+  const relay = sharedRelay();
+  let session: { sessionId: string; token: string };
   /** A fresh directory per test, holding the --dir (so that escapes from it would show). */
   let base: string;
   let dir: string;
 
   beforeEach(async () => {
-    relay = await startFakeRelay();
+    session = await relay.mintSession();
     base = await mkdtemp(join(root(), "t-"));
     dir = join(base, "sandbox", "uploads");
   });
 
-  afterEach(async () => {
-    await relay.stop();
-  });
+  const pull = (args: string[] = [], env = relayEnv(relay.url, session.token, 2)) =>
+    runShim(["pull", "--dir", dir, "--extract", ...args], { node, cwd: base, env });
 
-  const pull = (args: string[] = []) =>
-    runShim(["pull", "--dir", dir, "--extract", ...args], {
-      node,
-      cwd: base,
-      env: relayEnv(relay.url, TOKEN, 2),
+  /** Puts a file in this case's inbox (the operator's seed). */
+  const seed = (name: string, bytes: Uint8Array) =>
+    seedInbox(relay, session.sessionId, name, bytes);
+
+  /** The ids of the items still in this case's inbox. */
+  const inbox = async () => {
+    const response = await fetch(`${relay.url}/v1/inbox`, {
+      headers: { authorization: `Bearer ${session.token}` },
     });
+    expect(response.status).toBe(200);
+    const { items } = (await response.json()) as { items: InboxRecord[] };
+    return items.map((item) => item.itemId);
+  };
 
   /** Every path under `base`, to prove nothing landed anywhere else. */
   const allPaths = async () => Object.keys(await listTree(base));
@@ -44,9 +54,9 @@ describe.each(RUNTIMES)("airlock pull --extract under $name", ({ node }) => {
     const tree = await buildTree(src, "proj", true);
     systemTar(["-czf", join(base, "proj.tar.gz"), "-C", src, "proj"]);
     const archive = await readFile(join(base, "proj.tar.gz"));
-    relay.addInboxItem("proj.tar.gz", archive);
-    relay.addInboxItem("notes.txt", Buffer.from("not an archive\n"));
-    relay.addInboxItem("proj.tar.gz", archive);
+    await seed("proj.tar.gz", archive);
+    await seed("notes.txt", Buffer.from("not an archive\n"));
+    await seed("proj.tar.gz", archive);
 
     const result = await pull(["--json"]);
     expect(result.stderr).toBe("");
@@ -64,11 +74,11 @@ describe.each(RUNTIMES)("airlock pull --extract under $name", ({ node }) => {
     const expected = await listTree(tree);
     expect(await listTree(join(dir, "proj"))).toEqual(expected);
     expect(await listTree(join(dir, "proj (1)"))).toEqual(expected);
-    expect(relay.inbox.size).toBe(0);
+    expect(await inbox()).toEqual([]);
   });
 
   it("puts an archive with several top-level entries in a directory of its own", async () => {
-    relay.addInboxItem(
+    await seed(
       "loose.tgz",
       rawTarGz([
         { name: "a.txt", body: "a" },
@@ -132,7 +142,7 @@ describe.each(RUNTIMES)("airlock pull --extract under $name", ({ node }) => {
   it.each(hostile)(
     "refuses %s: nothing written anywhere, the item stays",
     async (_label, entries) => {
-      relay.addInboxItem("evil.tar.gz", rawTarGz(entries));
+      await seed("evil.tar.gz", rawTarGz(entries));
       const result = await pull();
       expect(result.code).toBe(1);
       expect(result.stdout).toBe("");
@@ -144,8 +154,7 @@ describe.each(RUNTIMES)("airlock pull --extract under $name", ({ node }) => {
       expect(await allPaths()).toEqual(["sandbox", "sandbox/uploads"]);
       expect(existsSync("/tmp/airlock-escaped-abs")).toBe(false);
       expect(existsSync("/etc/airlock-escaped")).toBe(false);
-      expect(relay.inbox.size).toBe(1);
-      expect(relay.acked).toEqual([]);
+      expect(await inbox()).toHaveLength(1);
     },
   );
 
@@ -154,7 +163,7 @@ describe.each(RUNTIMES)("airlock pull --extract under $name", ({ node }) => {
     await writeFile(victim, "original\n");
     systemTar(["--format=gnu", "-czPf", join(base, "abs.tar.gz"), victim]);
     await writeFile(victim, "changed\n");
-    relay.addInboxItem("abs.tar.gz", await readFile(join(base, "abs.tar.gz")));
+    await seed("abs.tar.gz", await readFile(join(base, "abs.tar.gz")));
     const result = await pull();
     expect(result.code).toBe(1);
     expect(result.stderr).toMatch(/"\/.*victim\.txt" is an absolute path; nothing was extracted/);
@@ -163,7 +172,7 @@ describe.each(RUNTIMES)("airlock pull --extract under $name", ({ node }) => {
   });
 
   it("refuses a corrupt archive with one line, leaving nothing", async () => {
-    relay.addInboxItem("junk.tar.gz", Buffer.from("this is not gzip at all"));
+    await seed("junk.tar.gz", Buffer.from("this is not gzip at all"));
     await mkdir(dir, { recursive: true });
     const result = await pull();
     expect(result.code).toBe(1);
@@ -174,7 +183,7 @@ describe.each(RUNTIMES)("airlock pull --extract under $name", ({ node }) => {
   });
 
   it("clamps directory modes: permission bits only, within the umask, always rwx for the owner", async () => {
-    relay.addInboxItem(
+    await seed(
       "modes.tar.gz",
       rawTarGz([
         { name: "m/", type: "5", mode: 0o7000 },
@@ -198,8 +207,8 @@ describe.each(RUNTIMES)("airlock pull --extract under $name", ({ node }) => {
   it("refuses an archive over --max-bytes before writing the entry that crosses it", async () => {
     const body = "y".repeat(400_000);
     const entries = [0, 1, 2].map((i) => ({ name: `big/${i}.txt`, body }));
-    const over = relay.addInboxItem("big.tar.gz", rawTarGz(entries));
-    const fine = relay.addInboxItem("fine.tar.gz", rawTarGz(entries.slice(0, 2)));
+    const over = await seed("big.tar.gz", rawTarGz(entries));
+    await seed("fine.tar.gz", rawTarGz(entries.slice(0, 2)));
     const result = await pull(["--max-bytes", "1M"]);
     expect(result.code).toBe(1);
     expect(result.stderrLines).toEqual([
@@ -211,7 +220,7 @@ describe.each(RUNTIMES)("airlock pull --extract under $name", ({ node }) => {
       /^\[User uploaded: fine\.tar\.gz \(.+\), extracted to .+\/fine\/\]\n$/,
     );
     expect(await readdir(dir)).toEqual(["fine"]);
-    expect(relay.acked).toEqual([fine.itemId]);
+    expect(await inbox()).toEqual([over.itemId]);
 
     const raised = await pull(["--max-bytes", "2M"]);
     expect(raised.stderr).toBe("");
@@ -222,13 +231,13 @@ describe.each(RUNTIMES)("airlock pull --extract under $name", ({ node }) => {
   it.each([["0"], ["lots"], ["-5"], ["1.5G"]])(
     "is a usage error to pass --max-bytes %s",
     async (value) => {
-      const result = await pull([`--max-bytes=${value}`]);
+      // Nothing listens at port 9: a request before the check would end in another line.
+      const result = await pull([`--max-bytes=${value}`], relayEnv("http://127.0.0.1:9", "t", 1));
       expect(result.code).toBe(2);
       expect(result.stderrLines).toEqual([
         `airlock: --max-bytes needs a positive number of bytes (e.g. 500M, 20G), not "${value}"; ` +
           `usage: ${USAGE.pull}`,
       ]);
-      expect(relay.calls).toEqual([]);
     },
   );
 });

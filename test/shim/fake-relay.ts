@@ -14,8 +14,21 @@ import type {
 /**
  * A stand-in for the relay on 127.0.0.1 that speaks the routes of docs/api.md the shim uses for
  * send, --to and pull, records every request, and can be told to misbehave per file or
- * destination. The shim's behaviour is tested against it exactly; end-to-end tests against the
- * real relay live elsewhere.
+ * destination. It can drift from the relay: a shim case that needs only what the relay does
+ * runs against the real one (`sharedRelay()` / `relaySuite` in test/support; an inbox item is
+ * the operator's seed, test/support/seed-inbox.ts). This fake is for what the real relay cannot
+ * be made to do (docs/testing.md keeps the same list):
+ * - serve a file's bytes wrong: other bytes, a missing or disagreeing ETag, a connection cut
+ *   after n bytes, a refusal, a 40 KB Content-Disposition (`ContentOverride`);
+ * - hand out names the relay would clean (hostile inbox names, as from an older relay);
+ * - answer a delivery as chosen per destination and attempt, with no chat platform behind it:
+ *   a refusal, a failure recorded under a repeated Idempotency-Key, an unreachable platform
+ *   (`setDeliveryRule`);
+ * - be a store that fails, stalls, loses or forgets multipart parts and uploads, and counts the
+ *   part PUTs in flight and the bytes received (`failPart`, `stallPart`, `dropPart`,
+ *   `forgetUpload`, `onPartBytes`, `parts`);
+ * - show the requests a shim made, in order, and the disk at each one (`calls`, `onCall`);
+ * - listen on TLS with a certificate of the test's own (`tls`).
  */
 
 export const TOKEN = "fake-session-token";

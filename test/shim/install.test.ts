@@ -8,6 +8,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { sharedRelay } from "../support/shared-relay";
 import { TOKEN, startFakeRelay, type FakeRelay } from "./fake-relay";
 import { RUNTIMES, SHIM, collectRun, failureLine, prepareShim, relayEnv } from "./run-shim";
 import { processEnv } from "./shims";
@@ -120,19 +121,26 @@ describe.each(RUNTIMES)("the installed Node shim under $name", ({ node }) => {
     const bytes = randomBytes(300_000);
     const dir = await mkdtemp(join(scratch, "send-"));
     await writeFile(join(dir, "report.bin"), bytes);
-    for (const options of [{}, { tls }]) {
-      const relay: FakeRelay = await startFakeRelay(options);
-      try {
-        const env = { ...relayEnv(relay.url, TOKEN), NODE_EXTRA_CA_CERTS: tls.certFile };
-        const sent = await airlock(["send", "report.bin", "--json"], env, dir);
-        expect(sent.stderr).toBe("");
-        expect(sent.code).toBe(0);
-        expect(relay.url.startsWith(options.tls ? "https://" : "http://")).toBe(true);
-        const { fileId } = JSON.parse(sent.stdout) as { fileId: string };
-        expect(sha256(relay.files.get(fileId)!.bytes)).toBe(sha256(bytes));
-      } finally {
-        await relay.stop();
-      }
+    // Over http to the real relay (the run's shared one): the bytes its share link serves.
+    const shared = sharedRelay();
+    const { token } = await shared.mintSession();
+    const plain = await airlock(["send", "report.bin", "--json"], relayEnv(shared.url, token), dir);
+    expect(plain.stderr).toBe("");
+    expect(plain.code).toBe(0);
+    const { url } = JSON.parse(plain.stdout) as { url: string };
+    expect(sha256(Buffer.from(await (await fetch(url)).arrayBuffer()))).toBe(sha256(bytes));
+    // Over https to the fake relay: the one that listens on TLS with a certificate of our own.
+    const relay: FakeRelay = await startFakeRelay({ tls });
+    try {
+      const env = { ...relayEnv(relay.url, TOKEN), NODE_EXTRA_CA_CERTS: tls.certFile };
+      const sent = await airlock(["send", "report.bin", "--json"], env, dir);
+      expect(sent.stderr).toBe("");
+      expect(sent.code).toBe(0);
+      expect(relay.url.startsWith("https://")).toBe(true);
+      const { fileId } = JSON.parse(sent.stdout) as { fileId: string };
+      expect(sha256(relay.files.get(fileId)!.bytes)).toBe(sha256(bytes));
+    } finally {
+      await relay.stop();
     }
   });
 

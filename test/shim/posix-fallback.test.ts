@@ -7,6 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { freePort, type RunningRelay } from "../support/relay";
+import { seedInbox } from "../support/seed-inbox";
 import { sharedRelay } from "../support/shared-relay";
 import { busyboxOnlyPath, required } from "./shims";
 
@@ -92,18 +93,7 @@ function expectFailure(result: Run, code: number, pattern: RegExp): void {
 }
 
 async function seed(sessionId: string, name: string, bytes: Uint8Array): Promise<void> {
-  const response = await fetch(
-    `${relay.url}/v1/sessions/${sessionId}/inbox?name=${encodeURIComponent(name)}`,
-    {
-      method: "POST",
-      headers: {
-        authorization: `Bearer ${relay.adminToken}`,
-        "content-length": String(bytes.length),
-      },
-      body: bytes,
-    },
-  );
-  expect(response.status, await response.clone().text()).toBe(201);
+  await seedInbox(relay, sessionId, name, bytes);
 }
 
 async function files(token: string): Promise<{ name: string; sha256: string; deduped: boolean }[]> {

@@ -1,36 +1,31 @@
 import { execFile } from "node:child_process";
-import { randomBytes } from "node:crypto";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { createHash, randomBytes } from "node:crypto";
+import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { shellQuote } from "../../sdk/src/exec/adapters";
-import { TOKEN, startFakeRelay, type FakeRelay } from "./fake-relay";
-import { SHIM, prepareShim, runShim, relayEnv } from "./run-shim";
+import { relaySuite } from "../support/relay-suite";
+import { SHIM, runShim, relayEnv } from "./run-shim";
 
 const run = promisify(execFile);
+const sha256 = (bytes: Buffer) => createHash("sha256").update(bytes).digest("hex");
 
 describe("the progress bar", () => {
-  let relay: FakeRelay;
+  // The run's shared relay, a session of this suite's own.
+  const suite = relaySuite({}, "airlock-progress-");
   let dir: string;
   let env: Record<string, string>;
 
   beforeAll(async () => {
-    prepareShim();
-    relay = await startFakeRelay();
-    dir = await mkdtemp(join(tmpdir(), "airlock-progress-"));
-    env = relayEnv(relay.url, TOKEN, 2);
-  });
-
-  afterAll(async () => {
-    await relay?.stop();
-    if (dir) await rm(dir, { recursive: true, force: true });
+    dir = suite.dir;
+    env = relayEnv(suite.relay.url, (await suite.relay.mintSession()).token, 2);
   });
 
   it("is drawn on a terminal: name, percent and sizes, then cleared", async () => {
     const path = join(dir, "random.bin");
-    await writeFile(path, randomBytes(3 * 1024 * 1024));
+    const bytes = randomBytes(3 * 1024 * 1024);
+    await writeFile(path, bytes);
     // script(1) runs the shim on a pseudo-terminal, as in an interactive shell.
     const { stdout } = await run(
       "script",
@@ -41,7 +36,9 @@ describe("the progress bar", () => {
     );
     expect(stdout).toMatch(/random\.bin {2}\d+% {2}[\d.]+ (?:[KMG]i)?B \/ 3\.0 MiB/);
     expect(stdout).toContain("\r\x1b[2K");
-    expect(stdout).toMatch(/http:\/\/127\.0\.0\.1:\d+\/d\//);
+    const url = /http:\/\/127\.0\.0\.1:\d+\/d\/\S+/.exec(stdout)?.[0];
+    const served = Buffer.from(await (await fetch(url!)).arrayBuffer());
+    expect(sha256(served)).toBe(sha256(bytes));
   });
 
   it("is not drawn when stderr is not a terminal", async () => {

@@ -10,6 +10,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { type RunningRelay } from "../support/relay";
+import { seedInbox } from "../support/seed-inbox";
 import { sharedRelay } from "../support/shared-relay";
 import { TOKEN, startFakeRelay, type FakeRelay } from "./fake-relay";
 import { failureLine, prepareShim, relayEnv } from "./run-shim";
@@ -122,30 +123,39 @@ function runnable(name: string): string | undefined {
 /** python3, and python3.8 (the oldest supported) where it is installed. */
 const PYTHONS = ["python3", "python3.8"].filter((name) => runnable(name) !== undefined);
 
-describe.each(PYTHONS)("the Python shim under %s (fake relay)", (interpreter) => {
-  let relay: FakeRelay;
+describe.each(PYTHONS)("the Python shim under %s", (interpreter) => {
+  // The run's shared relay, a session of each case's own.
+  let relay: RunningRelay;
+  let session: { sessionId: string; token: string };
   let driver: ShimDriver;
   let work: string;
 
   beforeAll(async () => {
+    relay = sharedRelay();
     const bin = await mkdtemp(join(scratch, "bin-"));
     await symlink(runnable(interpreter)!, join(bin, "python3"));
     driver = { ...python, path: bin };
   });
   beforeEach(async () => {
-    relay = await startFakeRelay();
+    session = await relay.mintSession();
     work = await mkdtemp(join(scratch, "work-"));
-  });
-  afterEach(async () => {
-    await relay.stop();
   });
 
   const airlock = (args: string[], extra: Record<string, string> = {}) =>
     runDriver(driver, args, {
-      env: { ...relayEnv(relay.url, TOKEN), ...extra },
+      env: { ...relayEnv(relay.url, session.token), ...extra },
       cwd: work,
       home: work,
     });
+
+  /** A file's bytes as the relay serves them to the session. */
+  const content = async (fileId: string) => {
+    const response = await fetch(`${relay.url}/v1/files/${fileId}/content`, {
+      headers: { authorization: `Bearer ${session.token}` },
+    });
+    expect(response.status).toBe(200);
+    return Buffer.from(await response.arrayBuffer());
+  };
 
   it("sends text gzipped, a directory as a .tar.gz, and pulls both back", async () => {
     const text = Buffer.from("all work and no play\n".repeat(20_000));
@@ -154,22 +164,18 @@ describe.each(PYTHONS)("the Python shim under %s (fake relay)", (interpreter) =>
     const sent = await airlock(["send", "--json", "text.txt", tree]);
     expect(sent.stderr).toBe("");
     expect(sent.code).toBe(0);
+    type Sent = { uploadedBytes: number; fileId: string; size: number; files?: number };
     const [file, dir] = sent.stdout
       .trimEnd()
       .split("\n")
-      .map((line) => JSON.parse(line) as { uploadedBytes: number; fileId: string; files?: number });
+      .map((line) => JSON.parse(line) as Sent);
+    // The text went up gzipped; the archive, gzipped already, as it is.
     expect(file!.uploadedBytes).toBeLessThan(text.length / 10);
     expect(dir!.files).toBe(6);
-    const declared = relay.calls.filter((c) => c.path === "/v1/uploads" && c.json);
-    expect(declared.map((c) => (c.json as { encoding?: string }).encoding)).toEqual([
-      undefined,
-      "gzip",
-      "identity",
-    ]);
-    const stored = [...relay.files.values()];
-    expect(sha256(stored[0]!.bytes)).toBe(sha256(text));
+    expect(dir!.uploadedBytes).toBe(dir!.size);
+    expect(sha256(await content(file!.fileId))).toBe(sha256(text));
 
-    relay.addInboxItem("proj.tar.gz", stored[1]!.bytes);
+    await seedInbox(relay, session.sessionId, "proj.tar.gz", await content(dir!.fileId));
     const out = join(work, "inbox");
     const pulled = await airlock(["pull", "--extract"], { AIRLOCK_INBOX_DIR: out });
     expect(pulled.stderr).toBe("");
@@ -183,7 +189,12 @@ describe.each(PYTHONS)("the Python shim under %s (fake relay)", (interpreter) =>
     const src = await mkdtemp(join(work, "src-"));
     const tree = await buildTree(src, "proj", true);
     systemTar(["-czf", join(work, "proj.tar.gz"), "-C", src, "proj"]);
-    relay.addInboxItem("proj.tar.gz", await readFile(join(work, "proj.tar.gz")));
+    await seedInbox(
+      relay,
+      session.sessionId,
+      "proj.tar.gz",
+      await readFile(join(work, "proj.tar.gz")),
+    );
     const result = await airlock(["pull", "--extract", "--dir", join(work, "in")]);
     expect(result.stderr).toBe("");
     expect(await listTree(join(work, "in", "proj"))).toEqual(await listTree(tree));

@@ -1,3 +1,4 @@
+import { hmacSha256Hex } from "../../src/auth/hmac";
 import { bytesToHex } from "../../src/encoding";
 
 /** An Ed25519 key pair as Discord uses it: the public key in hex, and a signer. */
@@ -42,6 +43,11 @@ export async function slackSignature(
     new TextEncoder().encode(`v0:${timestamp}:${body}`),
   );
   return `v0=${bytesToHex(mac)}`;
+}
+
+/** Meta's `X-Hub-Signature-256` (WhatsApp): HMAC-SHA256 of the raw body under the app secret. */
+export async function hubSignature(appSecret: string, body: string): Promise<string> {
+  return `sha256=${await hmacSha256Hex(appSecret, body)}`;
 }
 
 export function nowSeconds(offsetSeconds = 0): string {

@@ -227,19 +227,27 @@ Example
 Every command, the environment and exit statuses: airlock --help`;
 }
 
-const NAMES = Object.keys(PAGES) as CommandName[];
+/** Every command, in the order the whole page lists them. */
+export const NAMES = Object.keys(PAGES) as CommandName[];
 
 /** The whole of `airlock --help`: every command, its options, the environment. */
-export const HELP = `airlock: move files between this sandbox and people, through an Airlock relay
+export const HELP = wholeHelp(NAMES);
 
+/**
+ * The whole help page over the given commands; `aside`, when given, is a line under the title
+ * (the Python shim's page, rendered from this one by the shim build, says what it lacks).
+ */
+export function wholeHelp(names: readonly CommandName[], aside?: string): string {
+  return `airlock: move files between this sandbox and people, through an Airlock relay
+${aside === undefined ? "" : `${aside}\n`}
 Usage
-${NAMES.map((name) => `  ${PAGES[name].usage}`).join("\n")}
+${names.map((name) => `  ${PAGES[name].usage}`).join("\n")}
   airlock <command> --help | airlock --help | airlock --version
 
 Commands
-${NAMES.map((name) => commandSummary(name)).join("\n")}
+${names.map((name) => commandSummary(name)).join("\n")}
 
-${optionSections()}
+${optionSections(names)}
 
 Global options
   ${HELP_OPTION} (airlock <command> --help: that command's alone)
@@ -248,10 +256,12 @@ Global options
 ${ENVIRONMENT}
 
 ${EXIT_STATUS}`;
+}
 
 /** Each command's options (those that have any), under its name. */
-function optionSections(): string {
-  return NAMES.filter((name) => PAGES[name].options !== "")
+function optionSections(names: readonly CommandName[]): string {
+  return names
+    .filter((name) => PAGES[name].options !== "")
     .map((name) => `Options of ${name}\n${indent(PAGES[name].options, "  ")}`)
     .join("\n\n");
 }

@@ -58,7 +58,7 @@ export type InboxItem = InboxRecord & { fileId?: string };
 
 /**
  * Relay error codes that override the status's usual verdict. The platform refused a delivery
- * (502), could not be reached through the relay's own retries (504) or is not set up (503): the
+ * (502), could not be reached through the relay's own retries (504) or is not set up (400): the
  * relay already retried what was worth retrying, so asking again at once would fail the same way
  * (a later `send` may try again under the same key). A delivery with the same key still being
  * sent (409) is worth asking again: a retry will find it finished.

@@ -25,16 +25,14 @@ import type { ExecAdapter } from "./exec.js";
 import { withHasher } from "./probe.js";
 import { recordRate } from "./rates.js";
 import {
-  SAMPLE_BYTES,
   checkPush,
-  gzipAllowed,
-  gzipPays,
   pushArgv,
   pushStream,
   pushed,
   type PushOptions,
   type PushResult,
 } from "./push.js";
+import { SAMPLE_BYTES, gzipAllowed, gzipPays } from "./push-gzip.js";
 import { COLLECT_MAGIC, collectScript, type SandboxCommands } from "./sandbox-scripts.js";
 
 /** Options for {@link pushLocalFile}. */

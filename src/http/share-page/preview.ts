@@ -4,6 +4,7 @@ import type { Deps } from "../../deps";
 import type { LinkUsage } from "../../services/sharing/link-budget";
 import { readHead } from "../../services/original-bytes";
 import type { TarListing } from "../../services/sharing/tar-listing";
+import { archiveOffer, type ArchiveOffer } from "../../services/sharing/archive-offer";
 import { PREVIEW_BYTES, sniffKind, type InlineKind } from "./preview-kind";
 import { isActiveContent, textSample, type TextSample } from "./text-sample";
 
@@ -11,7 +12,8 @@ import { isActiveContent, textSample, type TextSample } from "./text-sample";
 export type Preview =
   | InlineKind
   | { kind: "text"; sample: TextSample; asSource: boolean }
-  | { kind: "archive"; listing: TarListing }
+  /** `offer`: what can be downloaded of it as single files and as a zip, if anything. */
+  | { kind: "archive"; listing: TarListing; offer: ArchiveOffer | null }
   /** An archive whose listing is not stored: not yet (a pending file), or not at all. */
   | { kind: "unlisted"; pending: boolean }
   /** A preview would spend bytes a capped link keeps for its last download. */
@@ -46,7 +48,9 @@ export async function loadPreview(deps: Deps, file: FileRow, limit?: PageLimit):
   if (sniffed.kind === "archive") {
     const stored = await findArchiveListing(deps.db, file.storedKey);
     if (!stored) return { kind: "unlisted", pending: !file.verified };
-    return stored.listing ? { kind: "archive", listing: stored.listing } : { kind: "none" };
+    if (!stored.listing) return { kind: "none" };
+    const offer = archiveOffer(stored.listing, file, sniffed.gzip);
+    return { kind: "archive", listing: stored.listing, offer };
   }
   if (sniffed.kind !== "other") {
     if (limit && limit.usage.remaining < file.size + limit.usage.unit) return { kind: "withheld" };

@@ -1,9 +1,11 @@
 import { html } from "hono/html";
 import { writtenOut } from "../../names";
+import { UNTABLED_INFLATE_BUDGET } from "../../services/original-bytes";
 import { humanSize } from "../../services/human-size";
 import { lines, type Html } from "./html";
 import type { Preview } from "./preview";
 import { TAR_LIMITS, type TarListing } from "../../services/sharing/tar-listing";
+import { zipName, type ArchiveOffer } from "../../services/sharing/archive-offer";
 
 /** Same-origin URLs relative to the page (`/d/<token>`), so the token is never repeated. */
 const INLINE = "?inline=1";
@@ -41,7 +43,7 @@ export function renderPreview(preview: Preview, name: string): Html {
 <pre tabindex="0">${preview.sample.text}</pre>`);
     }
     case "archive":
-      return section("Contents", renderListing(preview.listing));
+      return section("Contents", renderListing(preview.listing, preview.offer, name));
     case "unlisted":
       return section(
         "Contents",
@@ -84,17 +86,34 @@ const STOPPED = {
   corrupt: "The archive ends early or is damaged; these are the entries before that.",
 };
 
-function renderListing({ entries, stopped }: TarListing): Html {
+/**
+ * The archive's entries; those offered alone link to `?entry=N` (the relay names the download),
+ * and the whole is offered as a zip above the table when it can be.
+ */
+function renderListing(
+  { entries, stopped }: TarListing,
+  offer: ArchiveOffer | null,
+  archiveName: string,
+): Html {
   const count = `${entries.length}${stopped ? "+" : ""} ${entries.length === 1 ? "entry" : "entries"}`;
-  const rows = entries.map((entry) => {
+  const rows = entries.map((entry, index) => {
     const type = entry.linkTarget ? `${entry.type} → ${writtenOut(entry.linkTarget)}` : entry.type;
     const size = entry.type === "file" ? humanSize(entry.size) : "";
     // prettier-ignore
-    return html`<tr><td>${writtenOut(entry.name)}</td><td class="num">${size}</td><td>${type}</td></tr>`;
+    const name = offer?.single.has(index) ? html`<a href="?entry=${index}" download>${writtenOut(entry.name)}</a>` : writtenOut(entry.name);
+    // prettier-ignore
+    return html`<tr><td>${name}</td><td class="num">${size}</td><td>${type}</td></tr>`;
   });
   // prettier-ignore
+  const zip = offer?.zip ? html`<p><a class="button" href="?zip=1" download="${zipName(archiveName)}">Download as .zip (${humanSize(offer.zipLength)})</a></p>
+` : "";
+  const files = offer?.entries.filter((entry) => !entry.directory).length ?? 0;
+  // prettier-ignore
+  const alone = offer && offer.single.size < files ? html`<p class="note">Files that start more than ${humanSize(UNTABLED_INFLATE_BUDGET)} into the archive ${offer.zip ? "come in the .zip, not" : "cannot be downloaded"} one by one.</p>
+` : "";
+  // prettier-ignore
   return html`<p class="note">Archive with ${count}.${stopped ? ` ${STOPPED[stopped]}` : ""}</p>
-<table>
+${zip}${alone}<table>
 <thead><tr><th scope="col">Name</th><th scope="col" class="num">Size</th><th scope="col">Type</th></tr></thead>
 <tbody>
 ${lines(rows)}

@@ -60,6 +60,7 @@ export async function listTar(
         size: type === "file" ? size : 0,
         type,
         ...(type === "symlink" || type === "hardlink" ? { linkTarget: cut(linkname) } : {}),
+        ...(type === "file" ? { offset: input.position } : {}),
       });
       if (!NO_DATA.has(header.flag) && !(await input.skip(size + paddingLength(size))))
         return ended(entries, input);
@@ -118,6 +119,11 @@ class BlockReader {
     }
     this.buffer = this.buffer.subarray(n);
     return true;
+  }
+
+  /** Bytes of the stream read past so far. */
+  get position(): number {
+    return this.consumed - this.buffer.byteLength;
   }
 
   async cancel(): Promise<void> {

@@ -14,9 +14,10 @@ import { recordVerified, verifyUploadContent } from "./verify-upload";
 import type { FileOrigin } from "../file-origin";
 
 /**
- * Stored bytes up to which `complete` reads a pending upload back itself rather than
- * leaving it to the verify queue: a small gzip file is verified by the time its sender
- * prints its link, at the cost of a few milliseconds in that request.
+ * Bytes up to which `complete` reads a pending upload back itself rather than leaving it to
+ * the verify queue: a small gzip file is verified by the time its sender prints its link, at
+ * the cost of a few milliseconds in that request. Both the stored and the declared original
+ * size must fit: a few MiB of gzip can inflate to GiBs, and that costs the queue, not a request.
  */
 export const INLINE_VERIFY_MAX_BYTES = 4 * 1024 * 1024;
 
@@ -85,7 +86,9 @@ export async function completeUpload(
  * or one the store failed to read back just now, stays pending for the verify queue.
  */
 async function verifyInRequest(deps: Deps, upload: Upload, file: FileRow): Promise<FileRow> {
-  if (upload.storedSize > INLINE_VERIFY_MAX_BYTES) return file;
+  if (upload.storedSize > INLINE_VERIFY_MAX_BYTES || upload.size > INLINE_VERIFY_MAX_BYTES) {
+    return file;
+  }
   let matched: boolean;
   try {
     matched = await verifyUploadContent(deps, upload, file);
