@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // Bundles what the upload page's inline script takes from @noble/hashes (an incremental
-// SHA-256, src/http/upload-page/browser/sha256-entry.ts) into browser source text, embedded in
+// SHA-256, src/http/upload-page/browser/sha256-entry.ts, which also re-exports the relay's
+// humanSize) into browser source text, embedded in
 // src/http/upload-page/sha256.generated.ts. Its functions are reached as `pageSha256.<name>`
 // from the page script (src/http/upload-page/script.ts), inside whose function it is placed.
 import { build } from "esbuild";

@@ -2,8 +2,9 @@
 // Builds the operator SDK (sdk/src), the package `sdk/package.json` describes, into sdk/dist:
 // ES modules for any runtime with web fetch and streams (index.mjs, the core) and for Node
 // (node.mjs, adds file paths), sharing one chunk so both entries have the same classes; plus
-// .d.ts files under sdk/dist/types. The two relay modules the SDK shares (src/names.ts, pure
-// code; src/wire-types.ts, types only) are bundled in: the package has no dependencies.
+// .d.ts files under sdk/dist/types. The relay modules the SDK shares (src/names.ts and
+// src/services/human-size.ts, pure code; src/wire-types.ts, types only) are bundled in: the
+// package has no dependencies.
 // With `--pack <dir>` it then packs the package into <dir> (`npm pack`) and prints the path.
 import { build } from "esbuild";
 import { execFileSync } from "node:child_process";

@@ -20,8 +20,8 @@ const ALLOWED = [
   /^package\/dist\/(index|node)\.mjs$/,
   /^package\/dist\/chunks\/chunk-[A-Z0-9]+\.mjs$/,
   /^package\/dist\/types\/sdk\/src\/([a-z-]+\/)?[a-z-]+\.d\.ts$/,
-  // The two relay modules the SDK shares: pure name rules, wire types (types only).
-  /^package\/dist\/types\/src\/(names|wire-types)\.d\.ts$/,
+  // The relay modules the SDK shares: pure name and size rules, wire types (types only).
+  /^package\/dist\/types\/src\/(names|wire-types|services\/human-size)\.d\.ts$/,
 ];
 const REQUIRED = [
   "package/package.json",

@@ -6,7 +6,8 @@
 # Needs only a POSIX sh (dash, busybox sh, bash), curl (>= 7.55), sha256sum (or openssl), and
 # awk, sed, tr, wc, od, mkdir, mktemp, mv. It does `send [--json] <file>` (one file, as is: in
 # one request up to 1 MiB, else in a single PUT; no gzip, no multipart, no directories) and
-# `pull [--dir <dir>]`; the Node shim (/shim/airlock.mjs) does everything else.
+# `pull [--dir <dir>]` and `request` (upload links); the Node shim (/shim/airlock.mjs) does
+# everything else.
 #
 # JSON without jq: the relay's answers are read by a small JSON parser in awk (json_flatten below)
 # that turns a document into one `path<TAB>value` line per string, number, boolean or null, e.g.
@@ -46,6 +47,12 @@ Usage:
                                  pulled is named on stderr and stays in the inbox;
                                  the others still arrive, and the exit status is 1.
                                  With nothing waiting, it says so on stderr, exit 0
+  airlock request [--name <hint>] [--max-bytes <n>] [--expires <duration>] [--json]
+                                 print an upload link for a person (on stderr, the
+                                 curl command that sends a file to it);
+                                 --max-bytes takes K, M, G, T (powers of 1024)
+  airlock request --cancel <requestId>
+                                 take an upload link back
   airlock --help | --version
 
 Environment:
@@ -57,7 +64,7 @@ Environment:
 
 This fallback sends single files as they are (no gzip, no directories, no --to) and
 pulls without --wait, --json or --extract; the Node shim at
-\$AIRLOCK_URL/shim/airlock.mjs does the rest (get, link, rm, ls, request, tool-schema, mcp).
+\$AIRLOCK_URL/shim/airlock.mjs does the rest (get, link, rm, ls, tool-schema, mcp).
 EOF
 }
 

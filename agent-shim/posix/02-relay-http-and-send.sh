@@ -98,13 +98,18 @@ sha256_of() {
 
 size_of() { wc -c <"$1" | tr -d ' \t\r\n'; }
 
-# A byte count for people, like the Node shim: 512 B, 42 KB, 1.5 MB (powers of 1000).
+# human_size <bytes>: the one unit rule (src/services/human-size.ts): 999 B, 1.5 KiB, 42 MiB,
+# powers of 1024, one decimal below 10, halves rounded up.
 human_size() {
   awk -v b="$1" 'BEGIN {
-    if (b < 1000) { printf "%d B", b; exit }
-    split("KB MB GB TB", units, " "); v = b; unit = "B"
-    for (i = 1; i <= 4; i++) { if (v < 1000) break; v = v / 1000; unit = units[i] }
-    if (v < 10) printf "%.1f %s", v, unit; else printf "%d %s", int(v + 0.5), unit
+    if (b < 1024) { printf "%d B", int(b + 0.5); exit }
+    split("KiB MiB GiB TiB PiB", units, " "); v = b + 0
+    for (i = 1; i <= 5; i++) {
+      v = v / 1024; t = int(v * 10 + 0.5)
+      if (t < 100) { printf "%d.%d %s", int(t / 10), t % 10, units[i]; exit }
+      w = int(v + 0.5)
+      if (w < 1024 || i == 5) { printf "%d %s", w, units[i]; exit }
+    }
   }'
 }
 

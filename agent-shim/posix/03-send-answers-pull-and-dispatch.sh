@@ -207,9 +207,13 @@ case ${1:-} in
     shift
     cmd_pull "$@" || exit 1
     ;;
+  request)
+    shift
+    cmd_request "$@"
+    ;;
   -h | --help | help) usage_text ;;
   -v | -V | --version) printf '%s\n' "$VERSION" ;;
-  get | ls | tool-schema | link | rm | request | mcp) not_here "$1" ;;
-  '') usage_error "a command is needed: send or pull (airlock --help)" ;;
+  get | ls | tool-schema | link | rm | mcp) not_here "$1" ;;
+  '') usage_error "a command is needed: send, pull or request (airlock --help)" ;;
   *) usage_error "unknown command: $1 (airlock --help)" ;;
 esac

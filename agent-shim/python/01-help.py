@@ -11,6 +11,7 @@ import errno
 import hashlib
 import http.client
 import json
+import math
 import os
 import random
 import re

@@ -183,16 +183,31 @@ def pulled_name(name):
     return clean_name(name, "file").replace("[", "(").replace("]", ")")
 
 
+SIZE_UNITS = ("KiB", "MiB", "GiB", "TiB", "PiB")
+
+
 def human_size(size):
-    if size < 1000:
-        return "%d B" % int(size + 0.5)
-    value, unit = float(size), "B"
-    for nxt in ("KB", "MB", "GB", "TB"):
-        if value < 1000:
-            break
-        value /= 1000
-        unit = nxt
-    return ("%.1f" % value if value < 10 else "%d" % int(value + 0.5)) + " " + unit
+    """The one unit rule (src/services/human-size.ts): 999 B, 1.5 KiB, 42 MiB, powers of 1024."""
+    if size < 1024:
+        return "%d B" % math.floor(size + 0.5)
+    value = float(size)
+    for i, unit in enumerate(SIZE_UNITS):
+        value /= 1024
+        tenths = math.floor(value * 10 + 0.5)
+        if tenths < 100:
+            return "%d.%d %s" % (tenths // 10, tenths % 10, unit)
+        whole = math.floor(value + 0.5)
+        if whole < 1024 or i == len(SIZE_UNITS) - 1:
+            return "%d %s" % (whole, unit)
+
+
+def parse_size(text):
+    """A size people type (10M, 10 MiB, 10mb: all 10 MiB), as parseSize; None unless positive."""
+    match = re.match(r"^([0-9]+) *(?:([kmgt])(?:i?b)?|b)?$", text.strip(), re.I)
+    if not match:
+        return None
+    value = int(match.group(1)) * 1024 ** "_kmgt".find((match.group(2) or "_").lower())
+    return value if 0 < value <= 2 ** 53 - 1 else None
 
 
 def to_json(value):

@@ -140,10 +140,8 @@ def check_extract_flags(values, usage):
 def max_extract_bytes(option, usage):
     if option is None:
         return DEFAULT_MAX_EXTRACT_BYTES
-    units = {"": 1, "k": 1024, "m": 1024 ** 2, "g": 1024 ** 3, "t": 1024 ** 4}
-    match = re.match(r"^(\d+)\s*([kmgt]?)(?:i?b)?$", option.strip(), re.I)
-    value = int(match.group(1)) * units[match.group(2).lower()] if match else 0
-    if value <= 0 or value > 2 ** 53 - 1:
+    value = parse_size(option)
+    if value is None:
         raise UsageError(
             "--max-bytes needs a positive number of bytes (e.g. 500M, 20G), not %s; usage: %s"
             % (to_json(option), usage)

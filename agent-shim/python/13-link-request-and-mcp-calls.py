@@ -35,7 +35,12 @@ def cmd_request(args):
     valid = isinstance(created, dict) and all(isinstance(created.get(k), str) for k in ("url", "requestId"))
     if not valid:
         raise CliError("relay gave an unexpected answer to " + action)
-    out(to_json(created) if values.get("json") else created["url"])
+    if values.get("json"):
+        out(to_json(created))
+        return 0
+    out(created["url"])
+    # As the Node shim: on stderr, so that url=$(airlock request) still gets the link alone.
+    note("from a terminal: curl --fail-with-body -T <file> %s/" % created["url"].rstrip("/"))
     return 0
 
 

@@ -146,7 +146,9 @@ class SeedsAndDownloads(unittest.TestCase):
             self.assertEqual((part.status, part.read()), (206, data[10:20]))
 
     def test_upload_links_take_a_persons_file_into_the_inbox(self) -> None:
-        link = self.session.create_upload_link(name="scan.pdf", max_bytes=MiB, ttl_seconds=600)
+        # A size as airlock request --max-bytes takes it: "1M" is 1 MiB (the one unit rule).
+        link = self.session.create_upload_link(name="scan.pdf", max_bytes="1M", ttl_seconds=600)
+        self.assertEqual(link["maxBytes"], MiB)
         self.assertEqual(self.session.upload_link(link["requestId"])["status"], "open")
         data = b"%PDF-1.4\n" + secrets.token_bytes(50_000)
         put = urllib.request.Request(link["url"], data=data, method="PUT")

@@ -42,6 +42,8 @@ export {
   type AirlockSessionOptions,
 } from "./client.js";
 export type { UploadRequestState } from "./session.js";
+/** Sizes for people, by the one unit rule of the relay and the shims (powers of 1024). */
+export { humanSize, parseSize } from "../../src/services/human-size.js";
 export { AirlockError, type AirlockErrorInit, type ExecErrorCode } from "./errors.js";
 export type { CallOptions, FetchLike } from "./http.js";
 export type {

@@ -57,7 +57,8 @@ export const REQUEST_FILE: ToolDefinition = {
   title: "Ask a person for a file",
   description:
     "Make an upload link to give a person (in the chat, or in your answer) so that they can send " +
-    "you one file: they open it in a browser, or run `curl -T <file> <url>`. The file then " +
+    "you one file: they open it in a browser, or run `curl --fail-with-body -T <file> <url>/` " +
+    "(the file keeps its name). The file then " +
     "arrives in your inbox, for `receive_files`. The link takes one file.",
   inputSchema: object({
     name: { type: "string", minLength: 1, description: "The file name suggested to the person." },

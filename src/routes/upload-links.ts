@@ -2,6 +2,7 @@ import { Hono } from "hono";
 import type { AppEnv } from "../app-env";
 import { AppError } from "../errors";
 import { readJson } from "../http/json-body";
+import { endWithNewline } from "../http/newline-answer";
 import { linkErrorPage, uploadPage } from "../http/upload-page/pages";
 import {
   completeLinkUpload,
@@ -17,25 +18,29 @@ import { openLink } from "../services/upload-links/upload-requests";
 const PAGE_ERRORS = new Set(["not_found", "link_exhausted", "link_expired"]);
 
 /**
- * Upload links, for whoever holds one: the page (`GET`), a plain `PUT` of the file (`curl -T`),
- * and the page's own multipart API under `/u/:token/uploads`. The token is the credential.
+ * Upload links, for whoever holds one: the page (`GET`), a plain `PUT` of the file (`curl -T`,
+ * to the link or to the link plus the file's name), and the page's own multipart API under
+ * `/u/:token/uploads`. The token is the credential.
  */
 export const uploadLinks = new Hono<AppEnv>()
   .get("/:token", async (c) => {
     try {
-      const { request } = await openLink(c.var.deps, c.req.param("token"));
-      return await uploadPage(request);
+      const token = c.req.param("token");
+      const { request } = await openLink(c.var.deps, token);
+      return await uploadPage(request, `${new URL(c.req.url).origin}/u/${token}`);
     } catch (error) {
       if (error instanceof AppError && PAGE_ERRORS.has(error.code)) return linkErrorPage(error);
       throw error;
     }
   })
-  .put("/:token", async (c) => {
+  // `curl -T report.csv <link>/report.csv`, or `<link>/` (curl then adds the file's name): the
+  // name in the path, as transfer.sh takes it; `?name=` and the request's hint are the fallbacks.
+  .on("PUT", ["/:token", "/:token/", "/:token/:name"], endWithNewline, async (c) => {
     const raw = c.req.raw;
     const result = await putToLink(c.var.deps, c.req.param("token"), {
       contentLength: raw.headers.get("content-length") ?? undefined,
       contentType: raw.headers.get("content-type") ?? undefined,
-      name: c.req.query("name"),
+      name: c.req.param("name") || c.req.query("name"),
       body: raw.body,
     });
     return c.json(result, 201);

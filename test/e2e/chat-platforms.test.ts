@@ -143,7 +143,7 @@ describe("chat platforms through wrangler dev, driven by the shim", () => {
     }
     expect(pulled.code).toBe(0);
     const path = join(uploads, "dataset.csv");
-    expect(pulled.stdout.trim()).toBe(`[User uploaded: dataset.csv (300 KB) at ${path}]`);
+    expect(pulled.stdout.trim()).toBe(`[User uploaded: dataset.csv (293 KiB) at ${path}]`);
     expect(sha256(await readFile(path))).toBe(sha256(bytes));
     expect(await readdir(uploads)).toEqual(["dataset.csv"]);
     const again = await runShim(["pull", "--dir", uploads], { env: own });

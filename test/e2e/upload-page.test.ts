@@ -123,7 +123,7 @@ describe("the upload page in a real browser (Debian chromium under playwright-co
       await page.setInputFiles("#file", path);
       await page.waitForSelector("body[data-uploaded=true]", { timeout: 480_000 });
       await expect(page.locator("#status").textContent()).resolves.toBe(
-        "Received: measurements.bin (50.0 MB). You can close this page.",
+        "Received: measurements.bin (48 MiB). You can close this page.",
       );
       const seen = (await page.evaluate("window.progressSeen")) as number[];
       expect(seen.some((value) => value > 0 && value < 1)).toBe(true);
@@ -259,7 +259,7 @@ describe("the upload page in a real browser (Debian chromium under playwright-co
     // A locator, not waitForFunction: the page's CSP forbids evaluating strings as script.
     await page.locator("#status", { hasText: /^This file is/ }).waitFor();
     await expect(page.locator("#status").textContent()).resolves.toBe(
-      "This file is 2.1 MB; this link takes files up to 1.0 MB. Pick a smaller file.",
+      "This file is 2.0 MiB; this link takes files up to 1.0 MiB. Pick a smaller file.",
     );
     expect(proxy.requests.slice(before)).toEqual([]);
     await page.close();

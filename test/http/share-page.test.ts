@@ -271,7 +271,7 @@ describe("the share page (browsers)", () => {
       expect(html).toContain('<td>project/</td><td class="num"></td><td>directory</td>');
       // Files link to their own download (`?entry=N`, N their place in the listing).
       expect(html).toContain(
-        '<td><a href="?entry=1" download>project/README.md</a></td><td class="num">1.2 KB</td><td>file</td>',
+        '<td><a href="?entry=1" download>project/README.md</a></td><td class="num">1.2 KiB</td><td>file</td>',
       );
       expect(html).toContain(
         '<td><a href="?entry=2" download>project/&lt;b&gt;bold&lt;/b&gt;.txt</a></td>',

@@ -197,8 +197,8 @@ describe.each(["r2", "s3"] as const)("POST /mcp tools (%s)", (storage) => {
     try {
       const over = await callTool(limited, "create_upload", { name: "big.bin", size: 5000 });
       expect(textOf(over)).toBe(
-        "relay refused the upload URL for big.bin: quota_exceeded: file is 5.0 KB and the " +
-          "session has 1.0 KB of its byte quota left",
+        "relay refused the upload URL for big.bin: quota_exceeded: file is 4.9 KiB and the " +
+          "session has 1000 B of its byte quota left",
       );
     } finally {
       await limited.close();

@@ -140,7 +140,7 @@ describe.each(["r2", "s3"] as const)("create_upload URLs (%s)", (storage) => {
       body: {
         error: {
           code: "file_too_large",
-          message: "file is 2.5 MB; the relay takes files up to 2.0 MB",
+          message: "file is 2.4 MiB; the relay takes files up to 1.9 MiB",
         },
       },
     });

@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import { ErrorCode, McpError, type Progress } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { humanSize } from "../../agent-shim/src/cli/human-size";
+import { humanSize } from "../../src/services/human-size";
 import { toolsFor } from "../../src/mcp/tool-definitions";
 import { apiCall } from "../support/api-call";
 import { randomBytes } from "../support/bytes";

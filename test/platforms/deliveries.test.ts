@@ -112,7 +112,7 @@ describe("delivery to Telegram", () => {
     );
     const text = String((message?.json as { text?: string }).text);
     expect(text).toContain("Results");
-    expect(text).toContain("data.bin (6.0 KB)");
+    expect(text).toContain("data.bin (5.9 KiB)");
     expect(text).toMatch(/http:\/\/relay\.test\/d\/fil_/);
     expect(text).toMatch(/Link expires \d{4}-\d\d-\d\d \d\d:\d\d UTC/);
   });
@@ -269,7 +269,7 @@ describe("delivery to Discord", () => {
     const [sent] = (await fakes.requests("discord", "channels.messages")).filter((r) =>
       r.path.includes(chats.discord),
     );
-    expect((sent?.json as { content: string }).content).toContain("big.bin (2.0 KB)");
+    expect((sent?.json as { content: string }).content).toContain("big.bin (2.0 KiB)");
   });
 
   it("shows a name with markdown in it as it is in a link message", async () => {
@@ -284,7 +284,7 @@ describe("delivery to Discord", () => {
     );
     const [named] = (sent?.json as { content: string }).content.split("\n");
     expect(named).toBe(
-      "📎 \\_\\_init\\_\\_ \\*v2\\* \\|\\|x\\|\\| \\[a\\]\\(b\\) \\<\\@1\\> \\# q.py (2.0 KB)",
+      "📎 \\_\\_init\\_\\_ \\*v2\\* \\|\\|x\\|\\| \\[a\\]\\(b\\) \\<\\@1\\> \\# q.py (2.0 KiB)",
     );
   });
 });

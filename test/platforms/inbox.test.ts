@@ -546,7 +546,7 @@ describe("the name rule and the limits at every inbound door", () => {
     });
     const ref = await fakes.addFile<TelegramRef>("telegram", "big.bin", randomBytes(60_000));
     expect((await telegramWebhook(chat, { document: ref })).status).toBe(200);
-    const message = "file is 60.0 KB and the session has 50.0 KB of its byte quota left";
+    const message = "file is 59 KiB and the session has 49 KiB of its byte quota left";
     expect(await telegramReplies(chat)).toEqual([`Could not take big.bin: ${message}.`]);
     expect(await rowsOf(`telegram:${chat}`)).toMatchObject([
       { name: "big.bin", status: "failed", error: message, attempts: 5, file_id: null },
@@ -570,7 +570,7 @@ describe("the name rule and the limits at every inbound door", () => {
     await telegramWebhook(chat, { document: { ...ref, file_size: 10 } });
     const [row] = await rowsOf(`telegram:${chat}`);
     expect(row).toMatchObject({ status: "failed", attempts: 5, file_id: null });
-    expect(row?.error).toBe("file is 60.0 KB and the session has 50.0 KB of its byte quota left");
+    expect(row?.error).toBe("file is 59 KiB and the session has 49 KiB of its byte quota left");
     expect(await telegramReplies(chat)).toEqual([`Could not take liar.bin: ${row?.error}.`]);
     expect(await fileCount(sessionId)).toBe(0);
     expect(await env.BUCKET.head(blobKey(await sha256Hex(bytes)))).toBeNull();
@@ -593,7 +593,7 @@ describe("the name rule and the limits at every inbound door", () => {
       headers: { "x-telegram-bot-api-secret-token": "telegram-webhook-secret" },
     });
     expect(await telegramReplies(chat)).toEqual([
-      "Could not take huge.bin: file is 150 KB; the relay takes files up to 100 KB.",
+      "Could not take huge.bin: file is 146 KiB; the relay takes files up to 98 KiB.",
     ]);
     expect(await downloadsOf(ref.file_path)).toBe(0);
     expect(await fileCount(sessionId)).toBe(0);
@@ -614,7 +614,7 @@ describe("the name rule and the limits at every inbound door", () => {
     });
     const [row] = await rowsOf(`slack:${channel}`);
     expect(row).toMatchObject({ status: "failed", attempts: 5, file_id: null });
-    expect(row?.error).toBe("file is 60.0 KB and the session has 50.0 KB of its byte quota left");
+    expect(row?.error).toBe("file is 59 KiB and the session has 49 KiB of its byte quota left");
     const replies = (await fakes.requests("slack", "chat.postMessage")).filter(
       (r) => r.fields.channel === channel,
     );
@@ -683,7 +683,7 @@ describe("the name rule and the limits at every inbound door", () => {
       return ((await answer.json()) as { data: { content: string } }).data.content;
     };
     expect(await replyTo("big.png", 60_000)).toBe(
-      "Could not take big.png: file is 60.0 KB and the session has 50.0 KB of its byte quota left.",
+      "Could not take big.png: file is 59 KiB and the session has 49 KiB of its byte quota left.",
     );
     await replyTo("ok.png", 100, "../../\u0007ok.png");
     expect((await inboxOf(token)).map((i) => i.name)).toEqual(["ok.png"]);
@@ -710,7 +710,7 @@ describe("POST /v1/sessions/:id/inbox within the session's quota", () => {
     expect(await errorOf(await seed(sessionId, "second.bin", bytes))).toEqual({
       status: 413,
       code: "quota_exceeded",
-      message: "file is 30.0 KB and the session has 20.0 KB of its byte quota left",
+      message: "file is 29 KiB and the session has 20 KiB of its byte quota left",
     });
     expect((await inboxOf(token)).map((i) => i.name)).toEqual(["first.bin"]);
     expect(await env.BUCKET.head(blobKey(await sha256Hex(bytes)))).toBeNull();

@@ -75,6 +75,6 @@ describe("linkMessage", () => {
         "2026-11-29T12:34:56.000Z",
         "Here you go",
       ),
-    ).toBe("Here you go\n📎 big.bin (123 MB)\nhttps://r/d/x\nLink expires 2026-11-29 12:34 UTC.");
+    ).toBe("Here you go\n📎 big.bin (118 MiB)\nhttps://r/d/x\nLink expires 2026-11-29 12:34 UTC.");
   });
 });

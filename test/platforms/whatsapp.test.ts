@@ -113,7 +113,7 @@ describe("delivery to WhatsApp", () => {
     const [message] = await messagesTo(chats.whatsapp);
     const text = (message?.text as { body: string }).body;
     expect(text).toContain("Results");
-    expect(text).toContain("data.bin (6.0 KB)");
+    expect(text).toContain("data.bin (5.9 KiB)");
     expect(text).toMatch(/http:\/\/relay\.test\/d\/fil_/);
     expect(text).toMatch(/Link expires \d{4}-\d\d-\d\d \d\d:\d\d UTC/);
   });

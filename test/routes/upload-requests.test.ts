@@ -209,7 +209,7 @@ for (const backend of backends()) {
         expect(page).toContain("&lt;script&gt;q3.csv");
         expect(page).not.toContain("<script>q3");
         expect(page).toContain('type="file"');
-        expect(page).toContain("2.0 MB");
+        expect(page).toContain("1.9 MiB");
         expect(page).not.toMatch(/\son[a-z]+=/i);
         // The hashes in the CSP are those of the inline script and styles, byte for byte.
         const inline = async (tag: string) => {

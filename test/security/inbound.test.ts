@@ -201,7 +201,7 @@ describe("inbound attachments, seeds and webhook bodies", () => {
         .map((json) => String(json.text));
     }
     expect(replies).toEqual([
-      "Could not take big.bin: file is 12.0 MB and the session has 10.0 MB of its byte quota left.",
+      "Could not take big.bin: file is 11 MiB and the session has 9.5 MiB of its byte quota left.",
     ]);
     expect(fakes.telegram.requests("file").filter((r) => r.path.endsWith(big.file_path))).toEqual(
       [],
@@ -235,7 +235,7 @@ describe("inbound attachments, seeds and webhook bodies", () => {
     expect(await response.json()).toEqual({
       error: {
         code: "quota_exceeded",
-        message: "file is 1.5 MB and the session has 1.0 MB of its byte quota left",
+        message: "file is 1.4 MiB and the session has 977 KiB of its byte quota left",
       },
     });
     expect(await inboxOf(session.token, 0)).toEqual([]);

@@ -139,7 +139,7 @@ describe.each(RUNTIMES.slice(0, 2))(
       const lines = result.stdout.replace(/\n$/, "").split("\n");
       expect(lines).toHaveLength(sent.length);
       for (const [i, line] of lines.entries()) {
-        const match = /^\[User uploaded: (.+) \(1\.0 KB\) at (.+)\]$/.exec(line);
+        const match = /^\[User uploaded: (.+) \(1000 B\) at (.+)\]$/.exec(line);
         expect(match, line).not.toBeNull();
         const path = match![2]!;
         // The path is exactly where the bytes are, directly in --dir; the line's only "]" ends it.
@@ -186,9 +186,9 @@ describe.each(RUNTIMES.slice(0, 2))(
       ]);
       const written = "n".repeat(251) + ".txt";
       expect(result.stdout).toBe(
-        `[User uploaded: first.bin (5.0 KB) at ${join(dir, "first.bin")}]\n` +
-          `[User uploaded: ${written} (5.0 KB) at ${join(dir, written)}]\n` +
-          `[User uploaded: last.bin (5.0 KB) at ${join(dir, "last.bin")}]\n`,
+        `[User uploaded: first.bin (4.9 KiB) at ${join(dir, "first.bin")}]\n` +
+          `[User uploaded: ${written} (4.9 KiB) at ${join(dir, written)}]\n` +
+          `[User uploaded: last.bin (4.9 KiB) at ${join(dir, "last.bin")}]\n`,
       );
       expect(sha256(await readFile(join(dir, "first.bin")))).toBe(sha256(first));
       expect(sha256(await readFile(join(dir, written)))).toBe(sha256(long));
@@ -358,7 +358,7 @@ describe("airlock.sh pull from a hostile relay", () => {
     const lines = result.stdout.replace(/\n$/, "").split("\n");
     expect(lines).toHaveLength(sent.length + 1);
     for (const [i, line] of lines.entries()) {
-      const match = /^\[User uploaded: (.+) \((?:1\.0 KB|6 B)\) at (.+)\]$/.exec(line);
+      const match = /^\[User uploaded: (.+) \((?:1000 B|6 B)\) at (.+)\]$/.exec(line);
       expect(match, line).not.toBeNull();
       const path = match![2]!;
       expect(path.startsWith(`${dir}/`)).toBe(true);

@@ -7,7 +7,7 @@ import { existsSync } from "node:fs";
 import { mkdir, mkdtemp, readFile, readdir, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { humanSize } from "../../agent-shim/src/cli/human-size";
+import { humanSize } from "../../src/services/human-size";
 import { cleanFileName } from "../../src/names";
 import { relaySuite } from "../support/relay-suite";
 import { TOKEN, startFakeRelay, type FakeRelay } from "./fake-relay";

@@ -228,7 +228,7 @@ describe.each(SHELLS.map((name, index) => ({ name, index })))(
       expect(first.stderr).toBe("");
       expect(first.code).toBe(0);
       expect(first.stdout).toBe(
-        `[User uploaded: report.bin (42 KB) at ${join(dir, "report.bin")}]\n` +
+        `[User uploaded: report.bin (41 KiB) at ${join(dir, "report.bin")}]\n` +
           `[User uploaded: notes.txt (360 B) at ${join(dir, "notes (1).txt")}]\n`,
       );
       expect(sha256(await readFile(join(dir, "report.bin")))).toBe(sha256(report));
@@ -250,7 +250,7 @@ describe.each(SHELLS.map((name, index) => ({ name, index })))(
       const result = await airlock(["pull", `--dir=${dir}`], ownEnv);
       expect(result.stderr).toBe("");
       expect(result.stdout).toBe(
-        `[User uploaded: données été.csv (1.0 KB) at ${join(dir, "données été.csv")}]\n`,
+        `[User uploaded: données été.csv (1000 B) at ${join(dir, "données été.csv")}]\n`,
       );
       expect(result.code).toBe(0);
       expect(sha256(await readFile(join(dir, "données été.csv")))).toBe(sha256(bytes));
@@ -259,7 +259,7 @@ describe.each(SHELLS.map((name, index) => ({ name, index })))(
       await seed(own.sessionId, "evil\u202etxt.exe", bytes);
       const bidi = await airlock(["pull", `--dir=${dir}`], ownEnv);
       expect(bidi.stdout).toBe(
-        `[User uploaded: eviltxt.exe (1.0 KB) at ${join(dir, "eviltxt.exe")}]\n`,
+        `[User uploaded: eviltxt.exe (1000 B) at ${join(dir, "eviltxt.exe")}]\n`,
       );
       expect(bidi.code).toBe(0);
     });

@@ -34,7 +34,7 @@ describe("the progress bar", () => {
         env: { ...process.env, ...env, COLUMNS: "100" },
       },
     );
-    expect(stdout).toMatch(/random\.bin {2}\d+% {2}[\d.]+ [KMG]?B \/ 3\.1 MB/);
+    expect(stdout).toMatch(/random\.bin {2}\d+% {2}[\d.]+ (?:[KMG]i)?B \/ 3\.0 MiB/);
     expect(stdout).toContain("\r\x1b[2K");
     const url = /http:\/\/127\.0\.0\.1:\d+\/d\/\S+/.exec(stdout)?.[0];
     const served = Buffer.from(await (await fetch(url!)).arrayBuffer());

@@ -7,7 +7,7 @@ import { existsSync } from "node:fs";
 import { mkdtemp, readFile, readdir } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { humanSize } from "../../agent-shim/src/cli/human-size";
+import { humanSize } from "../../src/services/human-size";
 import { relaySuite } from "../support/relay-suite";
 import { startFlakyProxy, type FlakyProxy } from "./flaky-proxy";
 import { collectRun, failureLine, relayEnv, type ShimResult } from "./run-shim";
@@ -124,7 +124,7 @@ describe.each(["node", "python"] as const)("the %s shim's pull --wait", (name) =
     expect(result.stderr).toBe("");
     expect(result.code).toBe(0);
     expect(result.stdout).toBe(
-      `[User uploaded: ready.txt (1.0 KB) at ${join(dir, "ready.txt")}]\n`,
+      `[User uploaded: ready.txt (1000 B) at ${join(dir, "ready.txt")}]\n`,
     );
     expect(listingsSoFar() - before).toBe(1);
   });

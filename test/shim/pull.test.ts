@@ -55,7 +55,7 @@ describe.each(RUNTIMES)("airlock pull under $name", ({ node }) => {
     expect(result.stderr).toBe("");
     expect(result.code).toBe(0);
     expect(result.stdout).toBe(
-      `[User uploaded: report.pdf (42 KB) at ${join(dir, "report.pdf")}]\n` +
+      `[User uploaded: report.pdf (41 KiB) at ${join(dir, "report.pdf")}]\n` +
         `[User uploaded: notes.txt (360 B) at ${join(dir, "notes.txt")}]\n`,
     );
     expect(sha256(await readFile(join(dir, "report.pdf")))).toBe(sha256(report));
@@ -201,8 +201,8 @@ describe.each(RUNTIMES)("airlock pull under $name", ({ node }) => {
     expect(result.stderr).toBe("");
     expect(result.code).toBe(0);
     expect(result.stdout.split("\n").slice(0, 3)).toEqual([
-      `[User uploaded: report.pdf (3.0 KB) at ${join(dir, "report (2).pdf")}]`,
-      `[User uploaded: report.pdf (3.0 KB) at ${join(dir, "report (3).pdf")}]`,
+      `[User uploaded: report.pdf (2.9 KiB) at ${join(dir, "report (2).pdf")}]`,
+      `[User uploaded: report.pdf (2.9 KiB) at ${join(dir, "report (3).pdf")}]`,
       `[User uploaded: link.txt (21 B) at ${join(dir, "link (1).txt")}]`,
     ]);
     expect(await readFile(join(dir, "report.pdf"), "utf8")).toBe("mine");

@@ -247,9 +247,11 @@ describe("the Python shim's request", () => {
   it("prints an upload link a PUT fills, and pull then writes the bytes", async () => {
     const at = await session();
     const result = await run(python, ["request"], at);
-    expect(result.stderr).toBe("");
     expect(result.code).toBe(0);
     expect(result.stdout).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/u\/[A-Za-z0-9_-]{43}\n$/);
+    expect(result.stderr).toBe(
+      `from a terminal: curl --fail-with-body -T <file> ${result.stdout.trim()}/\n`,
+    );
     const bytes = randomBytes(70_000);
     const put = await fetch(`${result.stdout.trim()}?name=answer.bin`, {
       method: "PUT",

@@ -227,7 +227,7 @@ describe("Ctrl-C during a large send", () => {
         expect(interrupted.stdout).toBe("");
         expect(failureLine(interrupted)).toBe(
           "airlock: interrupted: run the same command again to resume the upload of big.bin " +
-            "(8.4 MB of 42 MB stored)",
+            "(8.0 MiB of 40 MiB stored)",
         );
         proxy.release();
 

@@ -1,3 +1,4 @@
+import { parseSize } from "../../../src/services/human-size.js";
 import { UsageError } from "../cli/errors.js";
 
 /**
@@ -6,17 +7,14 @@ import { UsageError } from "../cli/errors.js";
  */
 export const DEFAULT_MAX_EXTRACT_BYTES = 10 * 1024 ** 3;
 
-const UNITS: Record<string, number> = { "": 1, k: 1024, m: 1024 ** 2, g: 1024 ** 3, t: 1024 ** 4 };
-
 /**
  * `--max-bytes <n>`: a whole number of bytes, optionally with a unit K, M, G or T (powers of
- * 1024; `KiB`, `MB` and the like are read the same); the default when absent.
+ * 1024, the one unit rule: `parseSize`); the default when absent.
  */
 export function maxExtractBytes(option: string | undefined, usage: string): number {
   if (option === undefined) return DEFAULT_MAX_EXTRACT_BYTES;
-  const match = /^(\d+)\s*([kmgt]?)(?:i?b)?$/i.exec(option.trim());
-  const value = match ? Number(match[1]) * UNITS[match[2]!.toLowerCase()]! : NaN;
-  if (!Number.isSafeInteger(value) || value <= 0) {
+  const value = parseSize(option);
+  if (value === null) {
     throw new UsageError(
       `--max-bytes needs a positive number of bytes (e.g. 500M, 20G), not ${JSON.stringify(option)}; usage: ${usage}`,
     );

@@ -118,8 +118,9 @@ at once, unless --wait`,
   request: {
     usage: USAGE.request,
     about: `ask a person for a file: print an upload link (…/u/<token>) to show them in any
-chat or terminal. They open it in a browser (or run curl -T <file> <link>); the
-file arrives in this sandbox's inbox, for pull. The link takes one file`,
+chat or terminal. They open it in a browser, or run the command printed on stderr
+(curl --fail-with-body -T <file> <link>/, which keeps the file's name); the file
+arrives in this sandbox's inbox, for pull. The link takes one file`,
     options: `--name <hint>        the file name suggested to the person
 --max-bytes <n>      the largest file the link takes (K, M, G, T: powers of 1024;
                      default: the relay's limit)

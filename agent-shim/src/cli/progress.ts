@@ -1,5 +1,5 @@
 import { Transform, type TransformCallback } from "node:stream";
-import { humanSize } from "./human-size.js";
+import { humanSize } from "../../../src/services/human-size.js";
 import { currentCall } from "./tool-call.js";
 
 /** At most ten redraws a second. */

@@ -2,7 +2,7 @@ import { parseCommandArgs } from "../cli/args.js";
 import { relayConfig, retryPolicy } from "../cli/config.js";
 import { UsageError } from "../cli/errors.js";
 import { USAGE, commandHelp } from "../cli/help.js";
-import { humanSize } from "../cli/human-size.js";
+import { humanSize } from "../../../src/services/human-size.js";
 import { print } from "../cli/output.js";
 import { RelayClient, type FileRecord } from "../transport/relay-client.js";
 

@@ -10,7 +10,7 @@ import { PULL_TIMEOUT_EXIT, USAGE, commandHelp } from "../cli/help.js";
 import { download } from "../download/download.js";
 import { safeFileName } from "../download/file-names.js";
 import { inboxDir } from "../download/inbox-dir.js";
-import { humanSize } from "../cli/human-size.js";
+import { humanSize } from "../../../src/services/human-size.js";
 import { note, print, warn } from "../cli/output.js";
 import { shownDuration, waitForInbox } from "./inbox-wait.js";
 import { RelayClient, type InboxItem } from "../transport/relay-client.js";

@@ -4,7 +4,8 @@ import { relayConfig, retryPolicy } from "../cli/config.js";
 import { parseDuration } from "../cli/duration.js";
 import { UsageError } from "../cli/errors.js";
 import { USAGE as USAGES, commandHelp } from "../cli/help.js";
-import { print } from "../cli/output.js";
+import { note, print } from "../cli/output.js";
+import { curlCommand } from "../../../src/services/upload-links/curl-command.js";
 import { RelayClient, type UploadRequestBody } from "../transport/relay-client.js";
 
 const USAGE = USAGES.request;
@@ -40,5 +41,8 @@ export async function request(args: string[]): Promise<void> {
   if (values.expires !== undefined)
     body.ttlSeconds = parseDuration(values.expires, "--expires", USAGE);
   const created = await new RelayClient(relayConfig(), retryPolicy()).createUploadRequest(body);
-  print(values.json ? JSON.stringify(created) : created.url);
+  if (values.json) return print(JSON.stringify(created));
+  print(created.url);
+  // On stderr, so that `url=$(airlock request)` still gets the link alone.
+  note(`from a terminal: ${curlCommand(created.url)}`);
 }

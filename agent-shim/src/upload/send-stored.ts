@@ -14,7 +14,7 @@ import { putStoredBytes } from "./upload.js";
 import { UploadStates, type SavedUpload, type UploadKey } from "./upload-state.js";
 import { SINGLE_UPLOAD_MAX_BYTES, sendInOneRequest } from "./one-request.js";
 import { onInterrupt } from "./temp-files.js";
-import { humanSize } from "../cli/human-size.js";
+import { humanSize } from "../../../src/services/human-size.js";
 import { partLength, partSizeFor } from "../../../src/part-plan.js";
 import { multipartThreshold } from "./multipart-threshold.js";
 

@@ -14,6 +14,15 @@ for file in airlock.list_files(session_id=session["sessionId"]):
 from .client import AirlockClient, AirlockSession
 from .errors import EXEC_ERROR_CODES, AirlockError
 from .names import clean_file_name
+from .sizes import human_size, parse_size
 
 __version__ = "0.1.0"
-__all__ = ["AirlockClient", "AirlockError", "AirlockSession", "EXEC_ERROR_CODES", "clean_file_name"]
+__all__ = [
+    "AirlockClient",
+    "AirlockError",
+    "AirlockSession",
+    "EXEC_ERROR_CODES",
+    "clean_file_name",
+    "human_size",
+    "parse_size",
+]

@@ -12,6 +12,7 @@ from .exec.collect import collect_stream
 from .exec.core import ExecAdapter
 from .exec.push import MAX_BASE64_BYTES, PushResult, push_stream
 from .files import FileRecord, download_to_dir, download_to_file
+from .sizes import parse_size
 
 Record = Dict[str, Any]
 #: What ``seed_inbox`` takes: bytes, a path, a binary file object or an iterable of chunks.
@@ -141,10 +142,19 @@ class AirlockSession(_FileAccess):
         return self._json("POST", f"/v1/files/{segment(file_id)}/deliveries", json=body, headers=headers)
 
     def create_upload_link(
-        self, name: Optional[str] = None, max_bytes: Optional[int] = None, ttl_seconds: Optional[int] = None
+        self,
+        name: Optional[str] = None,
+        max_bytes: Union[int, str, None] = None,
+        ttl_seconds: Optional[int] = None,
     ) -> Record:
         """A single-use link a person uploads one file to (``airlock request``):
-        ``{requestId, url, name, maxBytes, expiresAt}``."""
+        ``{requestId, url, name, maxBytes, expiresAt}``. ``max_bytes`` is bytes, or a size as
+        ``airlock request --max-bytes`` takes it (``"10M"`` is 10 MiB: ``parse_size``)."""
+        if isinstance(max_bytes, str):
+            parsed = parse_size(max_bytes)
+            if parsed is None:
+                raise ValueError("max_bytes must be a positive size such as 500M or 20G, not %r" % max_bytes)
+            max_bytes = parsed
         body: Record = {}
         for key, value in (("name", name), ("maxBytes", max_bytes), ("ttlSeconds", ttl_seconds)):
             if value is not None:

@@ -3,10 +3,14 @@ import type { UploadRequest } from "../../db/upload-requests";
 import type { AppError } from "../../errors";
 import { MAX_PARTS, MIN_PART_BYTES } from "../../part-plan";
 import { humanSize } from "../../services/human-size";
+import { curlCommand } from "../../services/upload-links/curl-command";
 import { uploadDocument } from "./document";
 
-/** The page a person opens from an upload link: what is asked for, a file picker, progress. */
-export async function uploadPage(request: UploadRequest): Promise<Response> {
+/**
+ * The page a person opens from an upload link (`linkUrl`): what is asked for, a file picker,
+ * progress, and the curl command that does the same from a terminal.
+ */
+export async function uploadPage(request: UploadRequest, linkUrl: string): Promise<Response> {
   const expires = new Date(Math.floor(request.expiresAt / 1000) * 1000).toISOString();
   const shown = expires.replace("T", " ").replace(".000Z", " UTC");
   const body = await html`<h1>Send a file</h1>
@@ -27,6 +31,8 @@ export async function uploadPage(request: UploadRequest): Promise<Response> {
     </div>
     <progress id="progress" max="1" value="0" hidden></progress>
     <p id="status" role="status" aria-live="polite"></p>
+    <p>From a terminal (the file keeps its name):</p>
+    <pre id="curl-command">${curlCommand(linkUrl)}</pre>
     <div
       id="upload-settings"
       hidden

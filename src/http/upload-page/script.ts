@@ -8,7 +8,8 @@ import { SHA256_SCRIPT } from "./sha256.generated";
  * verified the file. The upload id is kept in sessionStorage: after a reload, picking the
  * same file again resumes with the parts still missing. Written for any current browser;
  * the incremental SHA-256 is @noble/hashes, bundled by scripts/build-page-script.mjs
- * (`pageSha256`). Everything it shows goes through `textContent`.
+ * (`pageSha256`, which also carries the relay's `humanSize`). Everything it shows goes through
+ * `textContent`.
  */
 export const UPLOAD_SCRIPT = `"use strict";
 (function () {
@@ -30,11 +31,7 @@ var busy = false;
 
 function say(text) { statusLine.textContent = text; }
 function sleep(ms) { return new Promise(function (resolve) { setTimeout(resolve, ms); }); }
-function human(bytes) {
-  var units = ["B", "KB", "MB", "GB", "TB"], unit = 0, value = bytes;
-  while (value >= 1000 && unit < units.length - 1) { value /= 1000; unit++; }
-  return value.toFixed(unit === 0 || value >= 100 ? 0 : 1) + " " + units[unit];
-}
+function human(bytes) { return pageSha256.humanSize(bytes); }
 function hex(buffer) {
   return Array.prototype.map.call(new Uint8Array(buffer), function (b) { return b.toString(16).padStart(2, "0"); }).join("");
 }

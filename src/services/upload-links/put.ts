@@ -18,7 +18,7 @@ export interface LinkPut {
   /** The Content-Length header; absent for a chunked body. */
   contentLength: string | undefined;
   contentType: string | undefined;
-  /** `?name=` on the URL; otherwise the request's hint, otherwise "upload". */
+  /** The name in the link's path or `?name=`; otherwise the request's hint, otherwise "upload". */
   name: string | undefined;
   body: ReadableStream<Uint8Array> | null;
 }

@@ -20,3 +20,6 @@ export function createSha256(): IncrementalSha256 {
     hex: () => bytesToHex(hash.digest()),
   };
 }
+
+/** The relay's sizes for people (the one unit rule), so that the page shows what the relay does. */
+export { humanSize } from "../../../services/human-size";
