@@ -1,0 +1,11 @@
+import { chatPlatformContract } from "./chat-platform.contract";
+import { discord } from "./contract/discord";
+import { slack } from "./contract/slack";
+import { telegram } from "./contract/telegram";
+import { whatsapp } from "./contract/whatsapp";
+
+// One suite, every chat platform: each adapter through the relay against its fake server.
+chatPlatformContract(telegram);
+chatPlatformContract(discord);
+chatPlatformContract(slack);
+chatPlatformContract(whatsapp);
