@@ -2,7 +2,7 @@ import { env } from "cloudflare:test";
 import { describe, expect, inject, it } from "vitest";
 import type { RecordedRequestJson } from "../fixtures/platforms/recorder";
 import type { DeliveryRecord } from "../../src/services/delivery/deliver";
-import { randomBytes, sha256Hex, TINY_PNG } from "../support/bytes";
+import { randomBytes, sha256Hex } from "../support/bytes";
 import { PlatformFakes, uniqueChatId } from "../support/platform-fakes";
 import { errorOf, RelayClient } from "../support/relay-client";
 import { upload } from "../support/send";
@@ -51,73 +51,6 @@ async function messagesTo(waId: string): Promise<Record<string, unknown>[]> {
 }
 
 describe("delivery to WhatsApp", () => {
-  it("uploads an image, then sends it as an image message with the caption", async () => {
-    const { client, token, chats, deliver } = await setup();
-    const file = await upload(client, token, TINY_PNG, "chart.png");
-    const response = await deliver(file.fileId, {
-      to: `whatsapp:${chats.whatsapp}`,
-      caption: "The chart",
-    });
-    expect(response.status).toBe(201);
-    const record = (await response.json()) as DeliveryRecord;
-    expect(record).toMatchObject({
-      mode: "native",
-      method: "messages.image",
-      status: "delivered",
-      uploadedBytes: TINY_PNG.byteLength,
-    });
-    expect(record.messageId).toMatch(/^wamid\./);
-    const [message] = await messagesTo(chats.whatsapp);
-    const image = message?.image as { id: string; caption: string };
-    expect(message).toMatchObject({ messaging_product: "whatsapp", type: "image" });
-    expect(image.caption).toBe("The chart");
-    const uploadRequest = (await whatsappRequests("media")).find((r) =>
-      r.files.some((f) => f.sha256 === file.sha256),
-    );
-    expect(uploadRequest?.fields).toMatchObject({
-      messaging_product: "whatsapp",
-      type: "image/png",
-    });
-    expect(uploadRequest?.files[0]).toMatchObject({
-      field: "file",
-      filename: "chart.png",
-      size: TINY_PNG.byteLength,
-      sha256: await sha256Hex(TINY_PNG),
-    });
-    expect(uploadRequest?.authorization).toMatchObject({ scheme: "Bearer", valid: true });
-  });
-
-  it("sends any other file as a document with its name, whatever the name ends with", async () => {
-    const { client, token, chats, deliver } = await setup();
-    const bytes = randomBytes(4000);
-    const file = await upload(client, token, bytes, "no-extension");
-    const record = (await (
-      await deliver(file.fileId, { to: `whatsapp:${chats.whatsapp}` })
-    ).json()) as DeliveryRecord;
-    expect(record).toMatchObject({ mode: "native", method: "messages.document" });
-    const [message] = await messagesTo(chats.whatsapp);
-    expect(message?.document).toMatchObject({ filename: "no-extension" });
-    const sent = (await whatsappRequests("media")).find((r) =>
-      r.files.some((f) => f.sha256 === file.sha256),
-    );
-    expect(sent?.files[0]?.size).toBe(4000);
-  });
-
-  it("sends a link message with name, size and expiry over the document tier", async () => {
-    const { client, token, chats, deliver } = await setup({ WHATSAPP_MAX_DOCUMENT_BYTES: "5000" });
-    const file = await upload(client, token, randomBytes(6000), "data.bin");
-    const record = (await (
-      await deliver(file.fileId, { to: `whatsapp:${chats.whatsapp}`, caption: "Results" })
-    ).json()) as DeliveryRecord;
-    expect(record).toMatchObject({ mode: "link", method: "messages.text", uploadedBytes: 0 });
-    const [message] = await messagesTo(chats.whatsapp);
-    const text = (message?.text as { body: string }).body;
-    expect(text).toContain("Results");
-    expect(text).toContain("data.bin (6.0 KB)");
-    expect(text).toMatch(/http:\/\/relay\.test\/d\/fil_/);
-    expect(text).toMatch(/Link expires \d{4}-\d\d-\d\d \d\d:\d\d UTC/);
-  });
-
   it("fails outside the 24-hour window (131047) with a clear reason, recorded failed", async () => {
     const { client, token, chats, deliver } = await setup();
     const file = await upload(client, token, randomBytes(3000), "late.bin");
@@ -144,9 +77,9 @@ describe("delivery to WhatsApp", () => {
 });
 
 describe("re-send without re-upload", () => {
-  it("sends the same 5 MB file to a second Telegram chat by file_id: the bytes go up once", async () => {
+  it("sends the same file to a second Telegram chat by file_id: the bytes go up once", async () => {
     const { client, token, chats, deliver } = await setup();
-    const bytes = randomBytes(5_000_000);
+    const bytes = randomBytes(50_000);
     const file = await upload(client, token, bytes, "five.bin");
     const first = (await (
       await deliver(file.fileId, { to: `telegram:${chats.telegram}` })
@@ -154,7 +87,7 @@ describe("re-send without re-upload", () => {
     const second = (await (
       await deliver(file.fileId, { to: `telegram:${chats.telegram2}` })
     ).json()) as DeliveryRecord;
-    expect(first).toMatchObject({ status: "delivered", uploadedBytes: 5_000_000 });
+    expect(first).toMatchObject({ status: "delivered", uploadedBytes: 50_000 });
     expect(second).toMatchObject({ status: "delivered", uploadedBytes: 0 });
     const sends = (await fakes.requests("telegram", "sendDocument")).filter((r) =>
       [chats.telegram, chats.telegram2].includes(r.fields.chat_id ?? ""),
