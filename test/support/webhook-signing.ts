@@ -47,3 +47,15 @@ export async function slackSignature(
 export function nowSeconds(offsetSeconds = 0): string {
   return String(Math.floor(Date.now() / 1000) + offsetSeconds);
 }
+
+/** WhatsApp's (Meta's) `X-Hub-Signature-256`: `sha256=` and the HMAC-SHA256 of the body in hex. */
+export async function hubSignature(secret: string, body: string): Promise<string> {
+  const key = await crypto.subtle.importKey(
+    "raw",
+    new TextEncoder().encode(secret),
+    { name: "HMAC", hash: "SHA-256" },
+    false,
+    ["sign"],
+  );
+  return `sha256=${bytesToHex(await crypto.subtle.sign("HMAC", key, new TextEncoder().encode(body)))}`;
+}

@@ -81,20 +81,3 @@ export async function scriptFault(
 }
 
 export const epochMs = (r: RecordedRequestJson): number => Date.parse(r.at);
-
-export function decode(base64: string | undefined): Uint8Array {
-  return Uint8Array.from(atob(base64 ?? ""), (c) => c.charCodeAt(0));
-}
-
-/** HMAC-SHA256 of `text` under `secret`, in hex. */
-export async function hmacHex(secret: string, text: string): Promise<string> {
-  const key = await crypto.subtle.importKey(
-    "raw",
-    new TextEncoder().encode(secret),
-    { name: "HMAC", hash: "SHA-256" },
-    false,
-    ["sign"],
-  );
-  const mac = await crypto.subtle.sign("HMAC", key, new TextEncoder().encode(text));
-  return [...new Uint8Array(mac)].map((b) => b.toString(16).padStart(2, "0")).join("");
-}

@@ -1,7 +1,8 @@
 import { inject } from "vitest";
 import type { WhatsAppMediaRef } from "../../fixtures/platforms/whatsapp-fake";
 import { uniqueChatId } from "../../support/platform-fakes";
-import { epochMs, fakes, hmacHex, scriptFault, type ChatPlatformHarness } from "./harness";
+import { hubSignature } from "../../support/webhook-signing";
+import { epochMs, fakes, scriptFault, type ChatPlatformHarness } from "./harness";
 
 const urls = inject("platforms");
 const SECRET = "whatsapp-app-secret-for-the-contract";
@@ -9,7 +10,7 @@ const TYPES = ["image", "video", "audio", "document"] as const;
 
 const sign = async (body: string, secret = SECRET) => ({
   "content-type": "application/json",
-  "x-hub-signature-256": `sha256=${await hmacHex(secret, body)}`,
+  "x-hub-signature-256": await hubSignature(secret, body),
 });
 
 let messageSeq = Math.floor(Math.random() * 1e9);
