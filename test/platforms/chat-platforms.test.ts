@@ -1,3 +1,4 @@
+import { handleContract } from "./chat-platform-handles.contract";
 import { chatPlatformContract } from "./chat-platform.contract";
 import { discord } from "./contract/discord";
 import { slack } from "./contract/slack";
@@ -9,3 +10,6 @@ chatPlatformContract(telegram);
 chatPlatformContract(discord);
 chatPlatformContract(slack);
 chatPlatformContract(whatsapp);
+// And the platforms that send uploaded content again by a handle.
+handleContract(telegram);
+handleContract(whatsapp);

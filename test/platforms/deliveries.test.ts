@@ -5,6 +5,7 @@ import { logText, randomBytes, sha256Hex, TINY_PNG } from "../support/bytes";
 import { PlatformFakes, uniqueChatId } from "../support/platform-fakes";
 import { errorOf, RelayClient } from "../support/relay-client";
 import { upload } from "../support/send";
+import { whatsapp } from "./contract/whatsapp";
 
 const fakes = new PlatformFakes();
 
@@ -176,6 +177,39 @@ describe("delivery to Discord", () => {
     expect(named).toBe(
       "📎 \\_\\_init\\_\\_ \\*v2\\* \\|\\|x\\|\\| \\[a\\]\\(b\\) \\<\\@1\\> \\# q.py (2.0 KB)",
     );
+  });
+});
+
+describe("delivery to WhatsApp", () => {
+  it("fails outside the 24-hour window (131047) with a clear reason, recorded failed", async () => {
+    const client = new RelayClient(fakes.env(env, whatsapp.env));
+    const person = uniqueChatId();
+    const { token } = await client.mintSession({ destinations: [`whatsapp:${person}`] });
+    const file = await upload(client, token, randomBytes(3000), "late.bin");
+    await fakes.fault("whatsapp", {
+      method: "messages",
+      // Only this person's message: the fake is shared with test files running at the same time.
+      match: { fields: { to: person } },
+      response: {
+        status: 400,
+        body: { error: { message: "(#131047) Re-engagement message", code: 131047 } },
+      },
+    });
+    const error = await errorOf(
+      await client.call("POST", `/v1/files/${file.fileId}/deliveries`, {
+        token,
+        json: { to: `whatsapp:${person}` },
+      }),
+    );
+    expect(error).toMatchObject({ status: 502, code: "delivery_failed" });
+    expect(error.message).toContain(
+      "outside WhatsApp's 24-hour window since the person's last message",
+    );
+    const list = (await (
+      await client.call("GET", `/v1/files/${file.fileId}/deliveries`, { token })
+    ).json()) as { deliveries: DeliveryRecord[] };
+    expect(list.deliveries).toMatchObject([{ status: "failed", messageId: null }]);
+    expect(list.deliveries[0]?.error).toContain("24-hour window");
   });
 });
 

@@ -81,3 +81,13 @@ export async function scriptFault(
 }
 
 export const epochMs = (r: RecordedRequestJson): number => Date.parse(r.at);
+
+/** What the handle contract needs of a platform that sends uploaded content again by a handle. */
+export interface HandleHarness<Ref = unknown> extends ChatPlatformHarness<Ref> {
+  /** How many uploads of these bytes the platform received, to any chat. */
+  uploadsOf(sha256: string): Promise<number>;
+  /** The handles the sends to `chat` named, in order. */
+  handlesSentTo(chat: string): Promise<string[]>;
+  /** A handle the platform does not know (a `file_id` or media id it forgot). */
+  staleHandle: string;
+}

@@ -1,5 +1,5 @@
 import { uniqueChatId } from "../../support/platform-fakes";
-import { epochMs, fakes, scriptFault, type ChatPlatformHarness } from "./harness";
+import { epochMs, fakes, scriptFault, type HandleHarness } from "./harness";
 
 const SECRET = "telegram-webhook-secret";
 const SENDS = ["sendPhoto", "sendVideo", "sendAudio", "sendDocument"];
@@ -17,7 +17,7 @@ const chatOf = (fields: Record<string, string>, json: unknown) =>
   fields.chat_id ?? String((json as { chat_id?: unknown } | undefined)?.chat_id);
 
 /** Telegram through grammY against the fake Bot API; webhooks carry the secret token header. */
-export const telegram: ChatPlatformHarness<TelegramRef> = {
+export const telegram: HandleHarness<TelegramRef> = {
   name: "telegram",
   env: {},
   documentLimit: "TELEGRAM_MAX_UPLOAD_BYTES",
@@ -100,4 +100,14 @@ export const telegram: ChatPlatformHarness<TelegramRef> = {
     return (await fakes.requests("telegram", "file")).filter((r) => r.path.endsWith(ref.file_path));
   },
   downloadAuth: "path",
+  async uploadsOf(sha256) {
+    const sends = await fakes.requests("telegram", "sendDocument");
+    return sends.filter((r) => !r.fault && r.files.some((f) => f.sha256 === sha256)).length;
+  },
+  async handlesSentTo(chat) {
+    return (await fakes.requests("telegram", "sendDocument"))
+      .filter((r) => r.fields.chat_id === chat && r.files.length === 0)
+      .map((r) => r.fields.document ?? "");
+  },
+  staleHandle: "BQACforgotten",
 };

@@ -2,7 +2,7 @@ import { inject } from "vitest";
 import type { WhatsAppMediaRef } from "../../fixtures/platforms/whatsapp-fake";
 import { uniqueChatId } from "../../support/platform-fakes";
 import { hubSignature } from "../../support/webhook-signing";
-import { epochMs, fakes, scriptFault, type ChatPlatformHarness } from "./harness";
+import { epochMs, fakes, scriptFault, type HandleHarness } from "./harness";
 
 const urls = inject("platforms");
 const SECRET = "whatsapp-app-secret-for-the-contract";
@@ -16,7 +16,7 @@ const sign = async (body: string, secret = SECRET) => ({
 let messageSeq = Math.floor(Math.random() * 1e9);
 
 /** WhatsApp's Cloud API (plain fetch) against the fake Graph API; webhooks signed with the app secret. */
-export const whatsapp: ChatPlatformHarness<WhatsAppMediaRef> = {
+export const whatsapp: HandleHarness<WhatsAppMediaRef> = {
   name: "whatsapp",
   env: {
     WHATSAPP_ACCESS_TOKEN: urls.tokens.whatsapp,
@@ -136,4 +136,15 @@ export const whatsapp: ChatPlatformHarness<WhatsAppMediaRef> = {
     return (await fakes.requests("whatsapp", "download")).filter((r) => r.query.mid === ref.id);
   },
   downloadAuth: "Bearer",
+  async uploadsOf(sha256) {
+    const uploads = await fakes.requests("whatsapp", "media");
+    return uploads.filter((r) => !r.fault && r.files.some((f) => f.sha256 === sha256)).length;
+  },
+  async handlesSentTo(chat) {
+    return (await fakes.requests("whatsapp", "messages"))
+      .map((r) => r.json as { to?: string; document?: { id?: string } })
+      .filter((m) => m.to === chat && m.document)
+      .map((m) => String(m.document?.id));
+  },
+  staleHandle: "forgotten",
 };
