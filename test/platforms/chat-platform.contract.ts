@@ -32,16 +32,13 @@ export function chatPlatformContract<Ref>(h: ChatPlatformHarness<Ref>): void {
       new RelayClient(fakes.env(env, { ...h.env, ...extra }));
     const client = relay();
 
-    async function session(on = client) {
-      const chat = h.newChat();
-      const to = `${h.name}:${chat}`;
-      const { token } = await on.mintSession({ destinations: [to] });
-      /** Uploads `bytes` (declared as a content type only this test uses) and delivers them to the chat. */
-      const send = async (
-        bytes: Uint8Array,
-        name: string,
-        { caption, contentType = uniqueType() }: { caption?: string; contentType?: string } = {},
-      ) => {
+    /** A session bound to `count` fresh chats of the platform. */
+    async function session(on = client, count = 1) {
+      const chats = Array.from({ length: count }, () => h.newChat());
+      const chat = chats[0]!;
+      const { token } = await on.mintSession({ destinations: chats.map((c) => `${h.name}:${c}`) });
+      /** Uploads `bytes`, declared as a content type only this test uses. */
+      const upload = async (bytes: Uint8Array, name: string, contentType = uniqueType()) => {
         const { declared, stored } = await describeBytes(bytes, name);
         const answer = (await (
           await declare(on, token, { ...declared, contentType })
@@ -51,13 +48,13 @@ export function chatPlatformContract<Ref>(h: ChatPlatformHarness<Ref>): void {
         const done = await complete(on, token, answer.uploadId);
         expect(done.status).toBe(201);
         const { fileId } = (await done.json()) as { fileId: string };
-        const file = { name, contentType, fileId, sha256: declared.sha256 };
-        const response = await on.call("POST", `/v1/files/${fileId}/deliveries`, {
-          token,
-          json: caption ? { to, caption } : { to },
-        });
-        return { response, file };
+        return { name, contentType, fileId, sha256: declared.sha256 };
       };
+      const deliver = (fileId: string, to = chat, caption?: string) =>
+        on.call("POST", `/v1/files/${fileId}/deliveries`, {
+          token,
+          json: caption ? { to: `${h.name}:${to}`, caption } : { to: `${h.name}:${to}` },
+        });
       const deliveries = async (fileId: string) =>
         (
           (await (await on.call("GET", `/v1/files/${fileId}/deliveries`, { token })).json()) as {
@@ -70,56 +67,38 @@ export function chatPlatformContract<Ref>(h: ChatPlatformHarness<Ref>): void {
             items: InboxRecord[];
           }
         ).items;
-      return { chat, token, send, deliveries, inbox };
+      return { chat, chats, token, upload, deliver, deliveries, inbox };
     }
 
-    it("sends a photo with its sniffed type's method: exact bytes, name, caption, message id", async () => {
-      const { chat, send } = await session();
-      const { response } = await send(TINY_PNG, "chart.png", { caption: "The chart" });
-      expect(response.status).toBe(201);
-      const record = (await response.json()) as DeliveryRecord;
-      expect(record).toMatchObject({
+    it("sends by sniffed type up to the tier's limit, with the platform's message id, and a link beyond", async () => {
+      const { chat, upload, deliver } = await session(relay({ [h.documentLimit]: "3000" }));
+      const png = await upload(TINY_PNG, "chart.png");
+      const photo = (await (await deliver(png.fileId, chat, "The chart")).json()) as DeliveryRecord;
+      expect(photo).toMatchObject({
         mode: "native",
         method: h.methods.photo,
         status: "delivered",
         uploadedBytes: TINY_PNG.byteLength,
       });
-      expect(record.messageId).toMatch(h.messageId);
-      expect(await h.filesSentTo(chat, await sha256Hex(TINY_PNG))).toEqual([
-        {
-          name: "chart.png",
-          size: TINY_PNG.byteLength,
-          sha256: await sha256Hex(TINY_PNG),
-          caption: "The chart",
-        },
+      expect(photo.messageId).toMatch(h.messageId);
+      expect(await h.filesSentTo(chat, png.sha256)).toEqual([
+        { name: "chart.png", size: TINY_PNG.byteLength, sha256: png.sha256, caption: "The chart" },
       ]);
-    });
 
-    it("sends bytes of no media type as a document, whatever the name says", async () => {
-      const { chat, send } = await session();
-      const bytes = randomBytes(3000);
-      const { response, file } = await send(bytes, "looks-like.jpg");
-      const record = (await response.json()) as DeliveryRecord;
-      expect(record).toMatchObject({ mode: "native", method: h.methods.document });
-      expect(record.messageId).toMatch(h.messageId);
-      expect(await h.filesSentTo(chat, file.sha256)).toEqual([
-        { name: "looks-like.jpg", size: 3000, sha256: file.sha256, caption: undefined },
+      // Bytes of no media type go as a document whatever the name says; at the limit, natively.
+      const plain = await upload(randomBytes(3000), "looks-like.jpg");
+      const document = (await (await deliver(plain.fileId)).json()) as DeliveryRecord;
+      expect(document).toMatchObject({ mode: "native", method: h.methods.document });
+      expect(document.messageId).toMatch(h.messageId);
+      expect(await h.filesSentTo(chat, plain.sha256)).toEqual([
+        { name: "looks-like.jpg", size: 3000, sha256: plain.sha256, caption: undefined },
       ]);
-    });
 
-    it("uploads a file at its tier's limit, and one a byte over as a link with name, size and expiry", async () => {
-      const { chat, send } = await session(relay({ [h.documentLimit]: "3000" }));
-      const at = await send(randomBytes(3000), "at-limit.bin");
-      expect(await at.response.json()).toMatchObject({
-        mode: "native",
-        method: h.methods.document,
-      });
-      const over = await send(randomBytes(3001), "over.bin", { caption: "Results" });
-      const record = (await over.response.json()) as DeliveryRecord;
-      expect(record).toMatchObject({ mode: "link", method: h.methods.link, uploadedBytes: 0 });
-      expect(record.messageId).toMatch(h.messageId);
-      expect(await h.filesSentTo(chat, at.file.sha256)).toHaveLength(1);
-      expect(await h.filesSentTo(chat, over.file.sha256)).toEqual([]);
+      const over = await upload(randomBytes(3001), "over.bin");
+      const link = (await (await deliver(over.fileId, chat, "Results")).json()) as DeliveryRecord;
+      expect(link).toMatchObject({ mode: "link", method: h.methods.link, uploadedBytes: 0 });
+      expect(link.messageId).toMatch(h.messageId);
+      expect(await h.filesSentTo(chat, over.sha256)).toEqual([]);
       const [text, ...more] = await h.textsTo(chat);
       expect(more).toEqual([]);
       expect(text).toContain("Results");
@@ -129,43 +108,43 @@ export function chatPlatformContract<Ref>(h: ChatPlatformHarness<Ref>): void {
     });
 
     it("retries a 429 after the platform's retry_after, and posts once", async () => {
-      const { chat, send } = await session();
-      await h.faultSend(chat, { name: "r.bin", contentType: "" }, "rateLimited", 1);
-      const { response, file } = await send(randomBytes(2000), "r.bin");
-      expect(await response.json()).toMatchObject({ status: "delivered" });
+      const { chat, upload, deliver } = await session();
+      const file = await upload(randomBytes(2000), "r.bin");
+      await h.faultSend(chat, file, "rateLimited", 1);
+      expect(await (await deliver(file.fileId)).json()).toMatchObject({ status: "delivered" });
       const attempts = await h.sendAttempts(chat);
       expect(attempts.map((a) => a.fault)).toEqual([true, false]);
       expect(attempts[1]!.at - attempts[0]!.at).toBeGreaterThanOrEqual(1000);
       expect(await h.filesSentTo(chat, file.sha256)).toHaveLength(1);
     });
 
-    it("gives up at once on a retry_after longer than the relay waits: 502 delivery_failed", async () => {
-      const { chat, send } = await session();
-      await h.faultSend(chat, { name: "later.bin", contentType: "" }, "rateLimited", 3600);
-      const { response, file } = await send(randomBytes(2000), "later.bin");
-      expect(await errorOf(response)).toMatchObject({ status: 502, code: "delivery_failed" });
-      expect((await h.sendAttempts(chat)).map((a) => a.fault)).toEqual([true]);
-      expect(await h.filesSentTo(chat, file.sha256)).toEqual([]);
+    it("answers 502 delivery_failed with the platform's reason, at once, for a refusal, too large or too long a wait", async () => {
+      const { chats, upload, deliver, deliveries } = await session(client, 3);
+      const file = await upload(randomBytes(2500), `refused-${crypto.randomUUID()}.bin`);
+      const [later, refused, tooLarge] = chats as [string, string, string];
+      // A retry_after longer than the relay waits is final: one attempt.
+      await h.faultSend(later, file, "rateLimited", 3600);
+      expect(await errorOf(await deliver(file.fileId, later))).toMatchObject({
+        status: 502,
+        code: "delivery_failed",
+      });
+      expect((await h.sendAttempts(later)).map((a) => a.fault)).toEqual([true]);
+      for (const [chat, fault] of [
+        [refused, "refused"],
+        [tooLarge, "tooLarge"],
+      ] as const) {
+        await h.faultSend(chat, file, fault);
+        const error = await errorOf(await deliver(file.fileId, chat));
+        expect(error).toMatchObject({ status: 502, code: "delivery_failed" });
+        expect(error.message).toContain(h.reasons[fault]);
+      }
+      const recorded = await deliveries(file.fileId);
+      expect(recorded).toHaveLength(3);
+      for (const delivery of recorded)
+        expect(delivery).toMatchObject({ status: "failed", messageId: null });
+      expect(recorded.map((d) => d.error).join("\n")).toContain(h.reasons.tooLarge);
+      for (const chat of chats) expect(await h.filesSentTo(chat, file.sha256)).toEqual([]);
     });
-
-    it.each(["refused", "tooLarge"] as const)(
-      "maps the platform's %s answer to 502 delivery_failed with its reason, recorded failed",
-      async (fault) => {
-        const { chat, send, deliveries } = await session();
-        const name = `${fault}-${crypto.randomUUID()}.bin`;
-        const bytes = randomBytes(2500);
-        const contentType = uniqueType();
-        await h.faultSend(chat, { name, contentType }, fault);
-        const { response, file } = await send(bytes, name, { contentType });
-        const refused = await errorOf(response);
-        expect(refused).toMatchObject({ status: 502, code: "delivery_failed" });
-        expect(refused.message).toContain(h.reasons[fault]);
-        expect(await deliveries(file.fileId)).toMatchObject([
-          { status: "failed", messageId: null, error: expect.stringContaining(h.reasons[fault]) },
-        ]);
-        expect(await h.filesSentTo(chat, file.sha256)).toEqual([]);
-      },
-    );
 
     it("fetches a person's attachment into the bound session's inbox: exact bytes, clean name", async () => {
       const { chat, token, inbox } = await session();

@@ -49,7 +49,7 @@ export const discord: ChatPlatformHarness<DiscordRef> = {
   async textsTo(chat) {
     return (await fakes.requests("discord", "channels.messages"))
       .filter((r) => r.path.endsWith(inChannel(chat)) && r.files.length === 0)
-      .map((r) => String((r.json as { content?: unknown }).content));
+      .map((r) => String((r.json as { content?: unknown } | undefined)?.content));
   },
   async sendAttempts(chat) {
     return (await fakes.requests("discord", "channels.messages"))

@@ -42,7 +42,7 @@ export const telegram: HandleHarness<TelegramRef> = {
   async textsTo(chat) {
     return (await fakes.requests("telegram", "sendMessage"))
       .filter((r) => chatOf(r.fields, r.json) === chat)
-      .map((r) => String((r.json as { text?: unknown }).text));
+      .map((r) => String((r.json as { text?: unknown } | undefined)?.text));
   },
   async sendAttempts(chat) {
     return (await fakes.requests("telegram", "sendDocument"))

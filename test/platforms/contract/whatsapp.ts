@@ -31,7 +31,7 @@ export const whatsapp: HandleHarness<WhatsAppMediaRef> = {
   messageId: /^wamid\./,
   async filesSentTo(chat, sha256) {
     const messages = (await fakes.requests("whatsapp", "messages")).filter(
-      (r) => (r.json as { to?: string }).to === chat && !r.fault,
+      (r) => (r.json as { to?: string } | undefined)?.to === chat && !r.fault,
     );
     const uploads = await fakes.requests("whatsapp", "media");
     const sent = [];
@@ -52,13 +52,13 @@ export const whatsapp: HandleHarness<WhatsAppMediaRef> = {
   },
   async textsTo(chat) {
     return (await fakes.requests("whatsapp", "messages"))
-      .map((r) => r.json as { to?: string; text?: { body?: string } })
+      .map((r) => (r.json ?? {}) as { to?: string; text?: { body?: string } })
       .filter((m) => m.to === chat && m.text)
       .map((m) => String(m.text?.body));
   },
   async sendAttempts(chat) {
     return (await fakes.requests("whatsapp", "messages"))
-      .filter((r) => (r.json as { to?: string }).to === chat)
+      .filter((r) => (r.json as { to?: string } | undefined)?.to === chat)
       .map((r) => ({ at: epochMs(r), fault: r.fault ?? false }));
   },
   async faultSend(chat, file, fault, retryAfter = 1) {
@@ -142,7 +142,7 @@ export const whatsapp: HandleHarness<WhatsAppMediaRef> = {
   },
   async handlesSentTo(chat) {
     return (await fakes.requests("whatsapp", "messages"))
-      .map((r) => r.json as { to?: string; document?: { id?: string } })
+      .map((r) => (r.json ?? {}) as { to?: string; document?: { id?: string } })
       .filter((m) => m.to === chat && m.document)
       .map((m) => String(m.document?.id));
   },
