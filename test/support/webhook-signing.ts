@@ -1,3 +1,4 @@
+import { hmacSha256Hex } from "../../src/auth/hmac";
 import { bytesToHex } from "../../src/encoding";
 
 /** An Ed25519 key pair as Discord uses it: the public key in hex, and a signer. */
@@ -44,18 +45,11 @@ export async function slackSignature(
   return `v0=${bytesToHex(mac)}`;
 }
 
-export function nowSeconds(offsetSeconds = 0): string {
-  return String(Math.floor(Date.now() / 1000) + offsetSeconds);
+/** Meta's `X-Hub-Signature-256` (WhatsApp): HMAC-SHA256 of the raw body under the app secret. */
+export async function hubSignature(appSecret: string, body: string): Promise<string> {
+  return `sha256=${await hmacSha256Hex(appSecret, body)}`;
 }
 
-/** WhatsApp's (Meta's) `X-Hub-Signature-256`: `sha256=` and the HMAC-SHA256 of the body in hex. */
-export async function hubSignature(secret: string, body: string): Promise<string> {
-  const key = await crypto.subtle.importKey(
-    "raw",
-    new TextEncoder().encode(secret),
-    { name: "HMAC", hash: "SHA-256" },
-    false,
-    ["sign"],
-  );
-  return `sha256=${bytesToHex(await crypto.subtle.sign("HMAC", key, new TextEncoder().encode(body)))}`;
+export function nowSeconds(offsetSeconds = 0): string {
+  return String(Math.floor(Date.now() / 1000) + offsetSeconds);
 }
