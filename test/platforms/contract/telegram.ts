@@ -1,3 +1,4 @@
+import { telegramFaults } from "../../fixtures/platforms/telegram-fake";
 import { uniqueChatId } from "../../support/platform-fakes";
 import { epochMs, fakes, scriptFault, type HandleHarness } from "./harness";
 
@@ -51,19 +52,8 @@ export const telegram: HandleHarness<TelegramRef> = {
   },
   async faultSend(chat, _file, fault, retryAfter = 1) {
     const answers = {
-      rateLimited: {
-        status: 429,
-        body: {
-          ok: false,
-          error_code: 429,
-          description: `Too Many Requests: retry after ${retryAfter}`,
-          parameters: { retry_after: retryAfter },
-        },
-      },
-      refused: {
-        status: 400,
-        body: { ok: false, error_code: 400, description: "Bad Request: chat not found" },
-      },
+      rateLimited: telegramFaults.rateLimited(retryAfter),
+      refused: telegramFaults.chatNotFound(),
       tooLarge: {
         status: 413,
         body: { ok: false, error_code: 413, description: "Request Entity Too Large" },

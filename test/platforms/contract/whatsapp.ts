@@ -1,5 +1,5 @@
 import { inject } from "vitest";
-import type { WhatsAppMediaRef } from "../../fixtures/platforms/whatsapp-fake";
+import { whatsappWebhook, type WhatsAppMediaRef } from "../../fixtures/platforms/whatsapp-fake";
 import { uniqueChatId } from "../../support/platform-fakes";
 import { hubSignature } from "../../support/webhook-signing";
 import { epochMs, fakes, scriptFault, type HandleHarness } from "./harness";
@@ -97,32 +97,16 @@ export const whatsapp: HandleHarness<WhatsAppMediaRef> = {
   reasons: { refused: "Message undeliverable (131026)", tooLarge: "file is too large" },
   addAttachment: (name, bytes) => fakes.addFile<WhatsAppMediaRef>("whatsapp", name, bytes),
   async webhook(chat, ref, name) {
-    const body = JSON.stringify({
-      object: "whatsapp_business_account",
-      entry: [
-        {
-          id: "102290129340398",
-          changes: [
-            {
-              field: "messages",
-              value: {
-                messaging_product: "whatsapp",
-                metadata: { phone_number_id: urls.whatsappPhoneNumberId },
-                messages: [
-                  {
-                    from: chat,
-                    id: `wamid.HBgL${++messageSeq}`,
-                    timestamp: "1700000000",
-                    type: "document",
-                    document: { id: ref.id, mime_type: ref.mime_type, filename: name },
-                  },
-                ],
-              },
-            },
-          ],
-        },
-      ],
-    });
+    const body = JSON.stringify(
+      whatsappWebhook({
+        phoneNumberId: urls.whatsappPhoneNumberId,
+        from: chat,
+        messageId: `wamid.HBgL${++messageSeq}`,
+        type: "document",
+        ref,
+        filename: name,
+      }),
+    );
     return { body, headers: await sign(body) };
   },
   async forgeries({ body, headers }) {
