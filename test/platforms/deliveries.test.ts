@@ -5,6 +5,7 @@ import { logText, randomBytes, sha256Hex, TINY_PNG } from "../support/bytes";
 import { PlatformFakes, uniqueChatId } from "../support/platform-fakes";
 import { errorOf, RelayClient } from "../support/relay-client";
 import { upload } from "../support/send";
+import { whatsapp } from "./contract/whatsapp";
 
 const fakes = new PlatformFakes();
 
@@ -27,9 +28,6 @@ async function setup(overrides = {}) {
   return { client, token, chats, deliver };
 }
 
-const decode = (base64: string | undefined) =>
-  Uint8Array.from(atob(base64 ?? ""), (c) => c.charCodeAt(0));
-
 /**
  * The fake Telegram refuses the next sendDocument to `chat` with a 400 and `reason`. Scoped to the test's
  * own chat: the fake is shared with test files running at the same time, whose sendDocument must not take it.
@@ -47,31 +45,6 @@ function refuseNextTelegramDocument(chat: string, reason = "not enough rights") 
 }
 
 describe("delivery to Telegram", () => {
-  it("uploads an image with sendPhoto: exact bytes, name and caption", async () => {
-    const { client, token, chats, deliver } = await setup();
-    const file = await upload(client, token, TINY_PNG, "chart.png");
-    const response = await deliver(file.fileId, {
-      to: `telegram:${chats.telegram}`,
-      caption: "The chart",
-    });
-    expect(response.status).toBe(201);
-    expect(await response.json()).toMatchObject({
-      mode: "native",
-      method: "sendPhoto",
-      status: "delivered",
-    });
-    const [sent] = (await fakes.requests("telegram", "sendPhoto")).filter(
-      (r) => r.fields.chat_id === chats.telegram,
-    );
-    expect(sent?.fields.caption).toBe("The chart");
-    expect(sent?.files[0]).toMatchObject({
-      param: "photo",
-      filename: "chart.png",
-      size: TINY_PNG.byteLength,
-    });
-    expect(sent?.files[0]?.sha256).toBe(await sha256Hex(TINY_PNG));
-  });
-
   it("sends the original bytes of a gzip-stored text file with sendDocument, whatever its name says", async () => {
     const { client, token, chats, deliver } = await setup();
     const text = logText(3000);
@@ -90,11 +63,8 @@ describe("delivery to Telegram", () => {
     });
   });
 
-  it("sends a photo over the photo limit as a document, and a file over the upload limit as a link", async () => {
-    const { client, token, chats, deliver } = await setup({
-      TELEGRAM_MAX_PHOTO_BYTES: "50",
-      TELEGRAM_MAX_UPLOAD_BYTES: "5000",
-    });
+  it("sends a photo over the photo limit natively as a document", async () => {
+    const { client, token, chats, deliver } = await setup({ TELEGRAM_MAX_PHOTO_BYTES: "50" });
     const photo = await upload(client, token, TINY_PNG, "big-photo.png");
     expect(
       await (await deliver(photo.fileId, { to: `telegram:${chats.telegram}` })).json(),
@@ -102,60 +72,6 @@ describe("delivery to Telegram", () => {
       mode: "native",
       method: "sendDocument",
     });
-    const big = await upload(client, token, randomBytes(6000), "data.bin");
-    const record = (await (
-      await deliver(big.fileId, { to: `telegram:${chats.telegram}`, caption: "Results" })
-    ).json()) as DeliveryRecord;
-    expect(record).toMatchObject({ mode: "link", method: "sendMessage" });
-    const [message] = (await fakes.requests("telegram", "sendMessage")).filter(
-      (r) => String((r.json as { chat_id?: unknown })?.chat_id) === chats.telegram,
-    );
-    const text = String((message?.json as { text?: string }).text);
-    expect(text).toContain("Results");
-    expect(text).toContain("data.bin (5.9 KiB)");
-    expect(text).toMatch(/http:\/\/relay\.test\/d\/fil_/);
-    expect(text).toMatch(/Link expires \d{4}-\d\d-\d\d \d\d:\d\d UTC/);
-  });
-
-  it("retries after a 429, honouring retry_after, and posts once", async () => {
-    const { client, token, chats, deliver } = await setup();
-    const file = await upload(client, token, randomBytes(3000), "r.bin");
-    await fakes.fault("telegram", {
-      method: "sendDocument",
-      match: { fields: { chat_id: chats.telegram } },
-      times: 1,
-      response: {
-        status: 429,
-        body: {
-          ok: false,
-          error_code: 429,
-          description: "Too Many Requests: retry after 1",
-          parameters: { retry_after: 1 },
-        },
-      },
-    });
-    const started = Date.now();
-    expect((await deliver(file.fileId, { to: `telegram:${chats.telegram}` })).status).toBe(201);
-    expect(Date.now() - started).toBeGreaterThanOrEqual(900);
-    const sent = (await fakes.requests("telegram", "sendDocument")).filter(
-      (r) => r.fields.chat_id === chats.telegram,
-    );
-    expect(sent.map((r) => r.fault ?? false)).toEqual([true, false]);
-  });
-
-  it("reports a refusal as 502 delivery_failed with the platform's reason, and records it", async () => {
-    const { client, token, chats, deliver } = await setup();
-    const file = await upload(client, token, randomBytes(100), "x.bin");
-    await refuseNextTelegramDocument(chats.telegram, "chat not found");
-    const refused = await errorOf(await deliver(file.fileId, { to: `telegram:${chats.telegram}` }));
-    expect(refused).toMatchObject({ status: 502, code: "delivery_failed" });
-    expect(refused.message).toContain("chat not found");
-    const list = (await (
-      await client.call("GET", `/v1/files/${file.fileId}/deliveries`, { token })
-    ).json()) as { deliveries: DeliveryRecord[] };
-    expect(list.deliveries).toMatchObject([
-      { status: "failed", error: expect.stringContaining("chat not found") },
-    ]);
   });
 
   it("does not post twice for a repeated Idempotency-Key", async () => {
@@ -235,41 +151,16 @@ describe("delivery to Telegram", () => {
 });
 
 describe("delivery to Discord", () => {
-  it("attaches the file to a message with the caption", async () => {
+  it("streams the attachment with its length known, not chunked", async () => {
     const { client, token, chats, deliver } = await setup();
     const bytes = randomBytes(70_000);
     const file = await upload(client, token, bytes, "report.bin");
-    expect(
-      await (
-        await deliver(file.fileId, { to: `discord:${chats.discord}`, caption: "Report" })
-      ).json(),
-    ).toMatchObject({
-      mode: "native",
-      method: "channels.messages",
-    });
+    expect((await deliver(file.fileId, { to: `discord:${chats.discord}` })).status).toBe(201);
     const [sent] = (await fakes.requests("discord", "channels.messages")).filter((r) =>
       r.path.includes(chats.discord),
     );
-    expect(JSON.parse(sent?.fields.payload_json ?? "{}")).toMatchObject({ content: "Report" });
-    expect(sent?.files[0]).toMatchObject({
-      field: "files[0]",
-      filename: "report.bin",
-      size: 70_000,
-      sha256: await sha256Hex(bytes),
-    });
+    expect(sent?.files[0]).toMatchObject({ size: 70_000, sha256: await sha256Hex(bytes) });
     expect(sent?.chunked).toBe(false);
-  });
-
-  it("sends a link message over the upload limit", async () => {
-    const { client, token, chats, deliver } = await setup({ DISCORD_MAX_UPLOAD_BYTES: "1000" });
-    const file = await upload(client, token, randomBytes(2000), "big.bin");
-    expect(
-      await (await deliver(file.fileId, { to: `discord:${chats.discord}` })).json(),
-    ).toMatchObject({ mode: "link" });
-    const [sent] = (await fakes.requests("discord", "channels.messages")).filter((r) =>
-      r.path.includes(chats.discord),
-    );
-    expect((sent?.json as { content: string }).content).toContain("big.bin (2.0 KiB)");
   });
 
   it("shows a name with markdown in it as it is in a link message", async () => {
@@ -289,40 +180,36 @@ describe("delivery to Discord", () => {
   });
 });
 
-describe("delivery to Slack", () => {
-  it("uploads with getUploadURLExternal, the bytes, then completeUploadExternal with the caption", async () => {
-    const { client, token, chats, deliver } = await setup();
-    const bytes = randomBytes(12_345);
-    const file = await upload(client, token, bytes, "notes.bin");
-    expect(
-      await (await deliver(file.fileId, { to: `slack:${chats.slack}`, caption: "Notes" })).json(),
-    ).toMatchObject({
-      mode: "native",
-      method: "files.completeUploadExternal",
+describe("delivery to WhatsApp", () => {
+  it("fails outside the 24-hour window (131047) with a clear reason, recorded failed", async () => {
+    const client = new RelayClient(fakes.env(env, whatsapp.env));
+    const person = uniqueChatId();
+    const { token } = await client.mintSession({ destinations: [`whatsapp:${person}`] });
+    const file = await upload(client, token, randomBytes(3000), "late.bin");
+    await fakes.fault("whatsapp", {
+      method: "messages",
+      // Only this person's message: the fake is shared with test files running at the same time.
+      match: { fields: { to: person } },
+      response: {
+        status: 400,
+        body: { error: { message: "(#131047) Re-engagement message", code: 131047 } },
+      },
     });
-    const completes = (await fakes.requests("slack", "files.completeUploadExternal")).filter(
-      (r) => r.fields.channel_id === chats.slack,
+    const error = await errorOf(
+      await client.call("POST", `/v1/files/${file.fileId}/deliveries`, {
+        token,
+        json: { to: `whatsapp:${person}` },
+      }),
     );
-    expect(completes).toHaveLength(1);
-    expect(completes[0]?.fields.initial_comment).toBe("Notes");
-    const fileId = (JSON.parse(completes[0]?.fields.files ?? "[]") as { id: string }[])[0]?.id;
-    const [uploaded] = (await fakes.requests("slack", "upload")).filter((r) =>
-      r.path.includes(String(fileId)),
+    expect(error).toMatchObject({ status: 502, code: "delivery_failed" });
+    expect(error.message).toContain(
+      "outside WhatsApp's 24-hour window since the person's last message",
     );
-    expect(uploaded?.files[0]).toMatchObject({ size: 12_345, sha256: await sha256Hex(bytes) });
-    expect(decode(uploaded?.files[0]?.base64)).toEqual(bytes);
-  });
-
-  it("posts a link with chat.postMessage over the upload limit", async () => {
-    const { client, token, chats, deliver } = await setup({ SLACK_MAX_UPLOAD_BYTES: "10" });
-    const file = await upload(client, token, randomBytes(20), "tiny.bin");
-    expect(await (await deliver(file.fileId, { to: `slack:${chats.slack}` })).json()).toMatchObject(
-      { mode: "link", method: "chat.postMessage" },
-    );
-    const [posted] = (await fakes.requests("slack", "chat.postMessage")).filter(
-      (r) => r.fields.channel === chats.slack,
-    );
-    expect(posted?.fields.text).toContain("tiny.bin (20 B)");
+    const list = (await (
+      await client.call("GET", `/v1/files/${file.fileId}/deliveries`, { token })
+    ).json()) as { deliveries: DeliveryRecord[] };
+    expect(list.deliveries).toMatchObject([{ status: "failed", messageId: null }]);
+    expect(list.deliveries[0]?.error).toContain("24-hour window");
   });
 });
 

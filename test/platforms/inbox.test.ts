@@ -251,25 +251,6 @@ function discordCommand(
 }
 
 describe("receiving from Discord", () => {
-  it("answers a slash command with an attachment at once and fetches it into the inbox", async () => {
-    const channel = uniqueChatId();
-    const { token } = await sessionFor(`discord:${channel}`);
-    const bytes = randomBytes(40_000);
-    const ref = await fakes.addFile<{ id: string; filename: string; size: number; url: string }>(
-      "discord",
-      "plot.png",
-      bytes,
-    );
-    const response = await discordInteraction(discordCommand(channel, ref));
-    expect(await response.json()).toMatchObject({
-      type: 4,
-      data: { content: expect.stringContaining("plot.png") },
-    });
-    const [item] = await inboxOf(token);
-    expect(item).toMatchObject({ name: "plot.png", size: 40_000, source: `discord:${channel}` });
-    expect(await contentOf(token, item!)).toBe(await sha256Hex(bytes));
-  });
-
   it("never fetches from a host outside the platform's allow-list", async () => {
     const channel = uniqueChatId();
     const { token } = await sessionFor(`discord:${channel}`);
@@ -316,35 +297,6 @@ describe("receiving from Slack", () => {
     url_private: string;
     url_private_download: string;
   };
-
-  it("downloads the files of a message event with the bot token", async () => {
-    const channel = `C${uniqueChatId()}`;
-    const { token } = await sessionFor(`slack:${channel}`);
-    const bytes = randomBytes(33_333);
-    const ref = await fakes.addFile<SlackRef>("slack", "data.json", bytes, "application/json");
-    const response = await slackEvent({
-      type: "event_callback",
-      event_id: `Ev${uniqueChatId()}`,
-      event: {
-        type: "message",
-        subtype: "file_share",
-        channel,
-        files: [{ ...ref, mimetype: "application/json" }],
-      },
-    });
-    expect(response.status).toBe(200);
-    const [item] = await inboxOf(token);
-    expect(item).toMatchObject({
-      name: "data.json",
-      size: 33_333,
-      contentType: "application/json",
-    });
-    expect(await contentOf(token, item!)).toBe(await sha256Hex(bytes));
-    const downloads = (await fakes.requests("slack", "private")).filter((r) =>
-      r.path.includes(ref.id),
-    );
-    expect(downloads[0]?.authorization).toMatchObject({ scheme: "Bearer", valid: true });
-  });
 
   it("looks up a file_shared event's file with files.info", async () => {
     const channel = `C${uniqueChatId()}`;

@@ -43,16 +43,16 @@ const telegramUpdate = JSON.stringify({
   },
 });
 
+// A wrong or missing proof on each platform: the chat-platform contract (test/platforms/chat-platforms.test.ts).
 describe("POST /webhooks/telegram", () => {
-  it.each([
-    ["without the secret header", {}],
-    ["with a wrong secret", { "x-telegram-bot-api-secret-token": "guess" }],
-    ["with the secret's prefix", { "x-telegram-bot-api-secret-token": "telegram-webhook" }],
-  ])("refuses a request %s with 401 and stores nothing", async (_, headers) => {
+  it("refuses a request with the secret's prefix with 401 and stores nothing", async () => {
     const before = await inboxCount();
     const response = await client.call("POST", "/webhooks/telegram", {
       body: telegramUpdate,
-      headers: { "content-type": "application/json", ...headers },
+      headers: {
+        "content-type": "application/json",
+        "x-telegram-bot-api-secret-token": "telegram-webhook",
+      },
     });
     expect(await errorOf(response)).toMatchObject({ status: 401, code: "webhook_unauthorized" });
     expect(await inboxCount()).toBe(before);
@@ -78,24 +78,14 @@ describe("POST /webhooks/discord", () => {
     expect(await response.json()).toEqual({ type: 1 });
   });
 
-  it("refuses a forged signature, a body changed after signing, a stale timestamp and missing headers", async () => {
+  it("refuses a stale timestamp, however well signed", async () => {
     const body = JSON.stringify({ id: "1", type: 1, application_id: "2", token: "t", version: 1 });
-    const other = await discordKeys();
-    const forged = {
-      ...(await signed(body)),
-      "x-signature-ed25519": await other.sign(nowSeconds(), body),
-    };
-    const stale = await signed(body, nowSeconds(-600));
     const before = await inboxCount();
-    for (const [headers, payload] of [
-      [forged, body],
-      [await signed(body), body.replace('"t"', '"u"')],
-      [stale, body],
-      [{ "content-type": "application/json" }, body],
-    ] as const) {
-      const response = await client.call("POST", "/webhooks/discord", { body: payload, headers });
-      expect(await errorOf(response)).toMatchObject({ status: 401, code: "webhook_unauthorized" });
-    }
+    const response = await client.call("POST", "/webhooks/discord", {
+      body,
+      headers: await signed(body, nowSeconds(-600)),
+    });
+    expect(await errorOf(response)).toMatchObject({ status: 401, code: "webhook_unauthorized" });
     expect(await inboxCount()).toBe(before);
   });
 });
@@ -118,22 +108,18 @@ describe("POST /webhooks/slack", () => {
     expect(await response.json()).toEqual({ challenge: "abc123" });
   });
 
-  it("refuses a wrong signature, a replay older than five minutes and missing headers", async () => {
+  it("refuses a replay older than five minutes", async () => {
     const body = JSON.stringify({
       type: "event_callback",
       event_id: "Ev1",
       event: { type: "message", channel: "C1" },
     });
-    const replay = await signed(body, nowSeconds(-301));
-    const wrong = {
-      ...(await signed(body)),
-      "x-slack-signature": await slackSignature("other-secret", nowSeconds(), body),
-    };
     const before = await inboxCount();
-    for (const headers of [replay, wrong, { "content-type": "application/json" }]) {
-      const response = await client.call("POST", "/webhooks/slack", { body, headers });
-      expect(await errorOf(response)).toMatchObject({ status: 401, code: "webhook_unauthorized" });
-    }
+    const response = await client.call("POST", "/webhooks/slack", {
+      body,
+      headers: await signed(body, nowSeconds(-301)),
+    });
+    expect(await errorOf(response)).toMatchObject({ status: 401, code: "webhook_unauthorized" });
     expect(await inboxCount()).toBe(before);
   });
 });
@@ -289,29 +275,7 @@ describe("POST /webhooks/whatsapp", () => {
   });
   const sign = async (secret: string, text: string) => `sha256=${await hmacHex(secret, text)}`;
 
-  it("accepts a body signed with the app secret", async () => {
-    const response = await client.call("POST", "/webhooks/whatsapp", {
-      body,
-      headers: {
-        "content-type": "application/json",
-        "x-hub-signature-256": await sign(WHATSAPP_SECRET, body),
-      },
-    });
-    expect(response.status).toBe(200);
-  });
-
   it.each([
-    ["no signature", async () => ({})],
-    [
-      "a signature under another secret",
-      async () => ({ "x-hub-signature-256": await sign("guess", body) }),
-    ],
-    [
-      "a body changed after signing",
-      async () => ({
-        "x-hub-signature-256": await sign(WHATSAPP_SECRET, body.replace("x.txt", "y.txt")),
-      }),
-    ],
     [
       "a bare hex signature",
       async () => ({ "x-hub-signature-256": (await sign(WHATSAPP_SECRET, body)).slice(7) }),
