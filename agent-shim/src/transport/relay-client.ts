@@ -7,12 +7,14 @@ import { withRetry } from "./retry.js";
 import type {
   DeliveryRecord,
   FileRecord,
+  PartUpload,
   UploadAnswer,
   UploadState,
 } from "../../../src/wire-types.js";
 import type {
   ContentRequest,
   DeletedFile,
+  HashAtCompleteDeclaration,
   InboxItem,
   LinkOptions,
   ShareLink,
@@ -65,7 +67,9 @@ export class RelayClient {
   ) {}
 
   /** Declares an upload (or probes for a dedup hit when the stored fields are left out). */
-  async declareUpload(declaration: UploadDeclaration): Promise<UploadAnswer> {
+  async declareUpload(
+    declaration: UploadDeclaration | HashAtCompleteDeclaration,
+  ): Promise<UploadAnswer> {
     const action = `upload of ${declaration.name}`;
     const answer = await this.call<UploadAnswer>("POST", "/v1/uploads", action, declaration);
     const known = ["deduped", "missing", "upload", "multipart"];
@@ -86,10 +90,32 @@ export class RelayClient {
     return answer;
   }
 
-  /** Asks the relay to verify the stored bytes and register the file. */
-  completeUpload(uploadId: string, name: string): Promise<FileRecord> {
+  /**
+   * Asks the relay to verify the stored bytes and register the file; `sha256` is the whole
+   * file's, for an upload declared without it.
+   */
+  completeUpload(uploadId: string, name: string, sha256?: string): Promise<FileRecord> {
     const path = `/v1/uploads/${encodeURIComponent(uploadId)}/complete`;
-    return this.call("POST", path, `completing the upload of ${name}`);
+    const body = sha256 === undefined ? undefined : { sha256 };
+    return this.call("POST", path, `completing the upload of ${name}`, body);
+  }
+
+  /**
+   * Signed PUTs for parts of an upload declared without its hashes, each bound to the
+   * SHA-256 given for it (`POST /v1/uploads/:id/parts`).
+   */
+  async signParts(
+    uploadId: string,
+    name: string,
+    parts: { partNumber: number; sha256: string }[],
+  ): Promise<PartUpload[]> {
+    const path = `/v1/uploads/${encodeURIComponent(uploadId)}/parts`;
+    const action = `upload of ${name}`;
+    const answer = await this.call<{ parts?: PartUpload[] }>("POST", path, action, { parts });
+    if (!Array.isArray(answer?.parts)) {
+      throw new CliError(`relay gave an unexpected answer to the ${action}`);
+    }
+    return answer.parts;
   }
 
   /** This session's files, newest first. */

@@ -16,6 +16,15 @@ export interface UploadDeclaration {
   members?: { span: number; storedSizes: number[] };
 }
 
+/** `POST /v1/uploads` of a file sent from its first byte: its hashes come later (docs/api.md). */
+export interface HashAtCompleteDeclaration {
+  name: string;
+  size: number;
+  contentType: string;
+  encoding: "identity";
+  hashAtComplete: true;
+}
+
 /** `POST /v1/requests`: what an upload link takes. */
 export interface UploadRequestBody {
   name?: string;

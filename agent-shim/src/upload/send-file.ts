@@ -17,6 +17,8 @@ import { sendStored } from "./send-stored.js";
 import { UploadStates } from "./upload-state.js";
 import { SINGLE_UPLOAD_MAX_BYTES } from "./one-request.js";
 import { sendSmallFile, type SendOptions } from "./send-small.js";
+import { sendFromFirstByte } from "./send-from-first-byte.js";
+import { multipartThreshold } from "./multipart-threshold.js";
 
 /**
  * A small file goes up in one request. A larger one unchanged since it was last sent is asked
@@ -52,6 +54,16 @@ export async function sendFile(
   const abandon = new AbortController();
   const pays = gzipPays(head, level);
   const sentBefore = sent.has(path, size, mtimeMs);
+  // Large, sent as it is, and probably not held already: its parts go up as they are read,
+  // the whole hash follows with complete (a relay that predates this gets the passes below).
+  if (!pays && !sentBefore && size > multipartThreshold()) {
+    const { contentType } = head;
+    const first = await sendFromFirstByte(options, { path, name, size, mtimeMs, contentType });
+    if (first) {
+      sent.record(path, head, first.sha256);
+      return toSendResult(first);
+    }
+  }
   // Bytes that may go up in parts get their part digests in the pass that makes them. A file
   // sent before is probably a dedup hit, whose digests would be wasted work, unless an upload
   // of it was cut short and is about to be resumed (the state file is read only then).
