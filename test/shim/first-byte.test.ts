@@ -2,13 +2,15 @@ import { createHash, randomBytes } from "node:crypto";
 import { copyFile, mkdtemp, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import type { SendResult } from "../../agent-shim/src/upload/send-result";
 import { relaySuite } from "../support/relay-suite";
 import { loggedEvents } from "../support/relay-log";
-import { relayEnv, runShim } from "./run-shim";
-import { sentLine } from "./sent-line";
+import { relayEnv } from "./run-shim";
+import { runDriver, shimDrivers } from "./shims";
 
 // `airlock send` of a large file from its first byte (docs/api.md, "Sending from the first
-// byte"): declared without its hashes, parts up as they are read, the SHA-256 at complete.
+// byte"), by the Node and the Python shim: declared without its hashes, parts up as they are
+// read, the SHA-256 at complete.
 
 const MiB = 1024 * 1024;
 /** Three parts of 8 MiB (the last one short) above a lowered multipart threshold. */
@@ -16,20 +18,28 @@ const SIZE = 20 * MiB + 4321;
 const suite = relaySuite({}, "airlock-first-byte-");
 const sha256 = (bytes: Buffer) => createHash("sha256").update(bytes).digest("hex");
 
-describe("airlock send from the first byte", () => {
+describe.each(["node", "python"] as const)("%s shim: send from the first byte", (shim) => {
   it("declares without hashes, stores the bytes byte-exact, and finds a re-send a dedup hit at complete", async () => {
+    const driver = (await shimDrivers(suite.dir)).find((d) => d.name === shim)!;
     const { sessionId, token } = await suite.relay.mintSession();
     const cwd = await mkdtemp(join(suite.dir, "work-"));
     const env = {
       ...relayEnv(suite.relay.url, token),
-      XDG_CACHE_HOME: join(cwd, ".cache"),
       AIRLOCK_MULTIPART_THRESHOLD: String(8 * MiB),
+    };
+    const send = async (name: string, ...flags: string[]) => {
+      const result = await runDriver(driver, ["send", ...flags, "--json", name], {
+        env,
+        cwd,
+        home: cwd,
+      });
+      expect(result.stderr).toBe("");
+      expect(result.code).toBe(0);
+      return JSON.parse(result.stdout.trim()) as SendResult;
     };
     const bytes = randomBytes(SIZE);
     await writeFile(join(cwd, "weights.bin"), bytes);
-    const first = sentLine(
-      await runShim(["send", "--wait", "--json", "weights.bin"], { cwd, env }),
-    );
+    const first = await send("weights.bin", "--wait");
     expect(first.sha256).toBe(sha256(bytes));
     expect(first.deduped).toBe(false);
     expect(first.uploadedBytes).toBe(SIZE);
@@ -38,7 +48,7 @@ describe("airlock send from the first byte", () => {
 
     // A copy the sent-cache does not know: its parts go up, and complete finds the content held.
     await copyFile(join(cwd, "weights.bin"), join(cwd, "copy.bin"));
-    const again = sentLine(await runShim(["send", "--json", "copy.bin"], { cwd, env }));
+    const again = await send("copy.bin");
     expect(again.deduped).toBe(true);
     expect(again.sha256).toBe(sha256(bytes));
     expect(again.fileId).not.toBe(first.fileId);
