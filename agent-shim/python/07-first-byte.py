@@ -120,31 +120,14 @@ class FirstByteParts(object):
     def put(self, numbers):
         """PUTs the parts `numbers`, several at once; the first to fail for good stops the rest."""
         stop = threading.Event()
-        failure = []
-        lock = threading.Lock()
-        done = [0]
 
         def one(number):
-            if stop.is_set():
-                return
             start = (number - 1) * self.part_size
             length = min(self.part_size, self.size - start)
             which = "%s (part %d of %d)" % (self.name, number, self.count)
-            try:
-                sha256 = self.digest(number)
-                put = self.sign(number, sha256)
-                put_slice(put, self.path, start, length, sha256, self.name, which, self.sender.policy, stop)
-                with lock:
-                    done[0] += length
-            except BaseException as err:
-                with lock:
-                    if not stop.is_set():
-                        failure.append(err)
-                        stop.set()
+            sha256 = self.digest(number)
+            put = self.sign(number, sha256)
+            put_slice(put, self.path, start, length, sha256, self.name, which, self.sender.policy, stop)
+            return length
 
-        if numbers:
-            with ThreadPoolExecutor(max_workers=min(self.sender.concurrency, len(numbers))) as pool:
-                list(pool.map(one, sorted(numbers)))
-        if failure:
-            raise failure[0]
-        return done[0]
+        return each_part(self.sender.concurrency, sorted(numbers), one, stop)

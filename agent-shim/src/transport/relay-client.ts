@@ -32,16 +32,7 @@ export type {
   UploadAnswer,
   UploadState,
 } from "../../../src/wire-types.js";
-export type {
-  ContentRequest,
-  DeletedFile,
-  InboxItem,
-  LinkOptions,
-  ShareLink,
-  UploadDeclaration,
-  UploadRequestBody,
-  UploadRequestRecord,
-} from "./relay-types.js";
+export type * from "./relay-types.js";
 
 /**
  * Relay error codes that override the status's usual verdict. The platform refused a delivery
