@@ -5,7 +5,7 @@ import type { FileRecord, MultipartAnswer } from "../transport/relay-client.js";
 import { partCount, partLength, partSizeFor } from "../../../src/part-plan.js";
 import { eachPart, putPart, type PartsJob } from "./multipart-upload.js";
 import { PASS_CHUNK_BYTES, changedWhileSending } from "./prepare.js";
-import type { SendContext, Sent } from "./send-stored.js";
+import { resumeHint, type SendContext, type Sent } from "./send-stored.js";
 import { onInterrupt } from "./temp-files.js";
 import { UploadStates, type UploadKey } from "./upload-state.js";
 import { hashWholeAside } from "./whole-hash-aside.js";
@@ -146,9 +146,7 @@ async function sendParts(
       }
       await putPart(part, job, progress, signal);
     });
-  onInterrupt(
-    async () => `interrupted: run the same command again to resume the upload of ${name}`,
-  );
+  onInterrupt(() => resumeHint(relay, uploadId, { name, storedSize: size }));
   try {
     let uploadedBytes = await putMissing(upload.missing ?? []);
     const whole = await hashed;
