@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { open, stat, type FileHandle } from "node:fs/promises";
 import { CliError, RefusalError, fsError } from "../cli/errors.js";
-import type { FileRecord, MultipartAnswer } from "../transport/relay-client.js";
+import type { FileRecord, MultipartAnswer, PartUpload } from "../transport/relay-client.js";
 import { partCount, partLength, partSizeFor } from "../../../src/part-plan.js";
 import { eachPart, putPart, type PartsJob } from "./multipart-upload.js";
 import { PASS_CHUNK_BYTES, changedWhileSending } from "./prepare.js";
@@ -136,16 +136,40 @@ async function sendParts(
     turn = digest.catch(() => undefined);
     return digest;
   };
-  const putMissing = (missing: number[]) =>
-    eachPart(missing, job, async (index, progress, signal) => {
-      const partNumber = missing[index]!;
-      const sha256 = (job.partSha256[partNumber - 1] ||= await digestOf(partNumber));
-      const [part] = await relay.signParts(uploadId, name, [{ partNumber, sha256 }]);
-      if (part?.partNumber !== partNumber) {
-        throw new CliError(`relay gave an unexpected answer to the upload of ${name}`);
+  const unexpected = () => new CliError(`relay gave an unexpected answer to the upload of ${name}`);
+  const putMissing = (missing: number[]) => {
+    // The first part is signed alone, so it leaves once its own bytes are hashed; later ones
+    // are hashed ahead and signed `concurrency` at a time, one request to the relay for each.
+    const urls = new Map<number, Promise<PartUpload>>();
+    let batch = 1;
+    const urlFor = (index: number): Promise<PartUpload> => {
+      const known = urls.get(index);
+      if (known) return known;
+      const indexes: number[] = [];
+      for (let i = index; i < missing.length && indexes.length < batch && !urls.has(i); i++) {
+        indexes.push(i);
       }
-      await putPart(part, job, progress, signal);
-    });
+      batch = concurrency;
+      const signed = (async () => {
+        const parts: { partNumber: number; sha256: string }[] = [];
+        for (const partNumber of indexes.map((i) => missing[i]!)) {
+          const sha256 = (job.partSha256[partNumber - 1] ||= await digestOf(partNumber));
+          parts.push({ partNumber, sha256 });
+        }
+        const answer = await relay.signParts(uploadId, name, parts);
+        return new Map(answer.map((part) => [part.partNumber, part]));
+      })();
+      for (const i of indexes) {
+        const part = signed.then((found) => found.get(missing[i]!) ?? Promise.reject(unexpected()));
+        part.catch(() => undefined); // awaited by the part's own turn, if it comes
+        urls.set(i, part);
+      }
+      return urls.get(index)!;
+    };
+    return eachPart(missing, job, async (index, progress, signal) =>
+      putPart(await urlFor(index), job, progress, signal),
+    );
+  };
   onInterrupt(() => resumeHint(relay, uploadId, { name, storedSize: size }));
   try {
     let uploadedBytes = await putMissing(upload.missing ?? []);
