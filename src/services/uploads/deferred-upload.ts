@@ -125,10 +125,10 @@ export async function signDeferredParts(
   if (!upload || upload.sessionId !== session.id) throw new AppError("upload_not_found");
   if (upload.status === "completed") throw new AppError("upload_already_completed");
   if (upload.status === "rejected") throw new AppError("upload_rejected");
-  if (!isDeferred(upload) || upload.sha256 !== "") {
+  if (!isDeferred(upload)) {
     throw new AppError(
       "invalid_request",
-      "parts are signed one by one only for an upload declared without its sha256, until complete",
+      "parts are signed one by one only for an upload declared without its sha256",
     );
   }
   if (upload.expiresAt <= deps.now()) {
