@@ -2,6 +2,7 @@ import { startStrictS3, type StrictS3 } from "../test/fixtures/s3/strict-s3";
 import { startRelay, type RunningRelay } from "../test/support/relay";
 import { s3Vars } from "../test/support/s3-vars";
 import type { Session } from "./relay-api";
+import { StoreTap } from "./store-tap";
 
 export type Backend = "s3" | "r2";
 
@@ -16,6 +17,8 @@ const MAX_FILE_BYTES = 4 * 1024 ** 3;
 export class LargeRelay {
   private relay: RunningRelay | undefined;
   private s3: StrictS3 | undefined;
+  /** On s3: in front of the store, to see when the first part PUT's first byte arrives. */
+  tap: StoreTap | undefined;
 
   constructor(readonly backend: Backend) {}
 
@@ -25,7 +28,8 @@ export class LargeRelay {
     const vars: Record<string, string> = { MAX_FILE_BYTES: String(MAX_FILE_BYTES) };
     if (this.backend === "s3") {
       this.s3 = await startStrictS3();
-      Object.assign(vars, s3Vars(this.s3));
+      this.tap = await StoreTap.start(this.s3.endpoint);
+      Object.assign(vars, s3Vars(this.s3, this.tap.endpoint));
     }
     this.relay = await startRelay({ storage: this.backend, vars });
     const { token } = await this.relay.mintSession({ ttlSeconds: 86_400, quotaBytes: 1024 ** 4 });
@@ -34,10 +38,12 @@ export class LargeRelay {
   }
 
   async stop(): Promise<void> {
-    const { relay, s3 } = this;
+    const { relay, s3, tap } = this;
     this.relay = undefined;
     this.s3 = undefined;
+    this.tap = undefined;
     await relay?.stop();
+    await tap?.stop();
     await s3?.stop();
   }
 }

@@ -24,9 +24,12 @@ import { sendBySteps, type Steps } from "./large-steps";
 import { median, Meter } from "./measure";
 import type { Session } from "./relay-api";
 import { SHIM, assertShimBuilt, shimEnv, type SendJson } from "./shim";
+import type { StoreTap } from "./store-tap";
 
 /** `airlock send` on s3 must take at most this multiple of one `curl -T` of the same file. */
-const S3_TARGET = 1.15;
+const S3_TARGET = 1.35;
+/** On s3, the first part PUT's first byte must reach the store this soon after the spawn. */
+const FIRST_BYTE_TARGET_MS = 50;
 const CURL_PARTS_IN_FLIGHT = 4;
 
 const USAGE =
@@ -75,6 +78,8 @@ interface Series {
   tool: string;
   wallMs: number[];
   rssMiB: number[];
+  /** airlock on s3: ms from the spawn to the store seeing the first part PUT's first byte. */
+  firstByteMs?: number[];
 }
 
 async function main(): Promise<void> {
@@ -109,6 +114,7 @@ async function main(): Promise<void> {
           tool: `airlock send (AIRLOCK_UPLOAD_CONCURRENCY=${level})`,
           wallMs: [] as number[],
           rssMiB: [] as number[],
+          firstByteMs: [] as number[],
         })),
       ];
       const measure = async (
@@ -124,7 +130,12 @@ async function main(): Promise<void> {
         });
         series[index]!.wallMs.push(result.wallMs);
         series[index]!.rssMiB.push(result.rssMiB);
-        log(`  ${formatMs(result.wallMs)}`);
+        if (result.firstByteMs !== undefined) series[index]!.firstByteMs?.push(result.firstByteMs);
+        const first =
+          result.firstByteMs === undefined
+            ? ""
+            : `, first part byte ${formatMs(result.firstByteMs)}`;
+        log(`  ${formatMs(result.wallMs)}${first}`);
       };
       for (let run = 1; run <= opts.runs; run++) {
         await measure(run, 0, (session) =>
@@ -135,7 +146,14 @@ async function main(): Promise<void> {
         );
         for (const [i, level] of opts.levels.entries()) {
           await measure(run, 2 + i, (session) =>
-            sendFresh(meter, { session, shim: opts.shim, file, tmpDir: work, level }),
+            sendFresh(meter, {
+              session,
+              shim: opts.shim,
+              file,
+              tmpDir: work,
+              level,
+              tap: relay.tap,
+            }),
           );
         }
         if (opts.steps) {
@@ -159,6 +177,13 @@ async function main(): Promise<void> {
             missed = true;
             warn(`${sizeMiB} MiB ${s.tool}: ${formatRatio(ratio)} of curl -T, over ${S3_TARGET}×`);
           }
+          const firstByte = median(s.firstByteMs ?? []);
+          if (firstByte > FIRST_BYTE_TARGET_MS) {
+            missed = true;
+            warn(
+              `${sizeMiB} MiB ${s.tool}: first part byte after ${formatMs(firstByte)}, over ${FIRST_BYTE_TARGET_MS} ms`,
+            );
+          }
         }
       }
     }
@@ -175,8 +200,8 @@ async function main(): Promise<void> {
     [
       `Large sends, ${where}; ${new Date().toISOString()}; ${opts.runs} runs each, fresh content every run${opts.shim === SHIM ? "" : `; shim ${opts.shim}`}; load average ${load.before.toFixed(1)} before, ${load.after.toFixed(1)} after`,
       "",
-      "| backend | size | tool | runs (s) | median | × curl -T | peak RSS (MiB) |",
-      "| --- | --- | --- | --- | --- | --- | --- |",
+      "| backend | size | tool | runs (s) | median | × curl -T | peak RSS (MiB) | first part byte (ms from spawn, runs) |",
+      "| --- | --- | --- | --- | --- | --- | --- | --- |",
       ...tables,
       ...(stepRows.length > 0
         ? [
@@ -194,24 +219,34 @@ async function main(): Promise<void> {
   if (missed) process.exitCode = 1;
 }
 
-type Measure = { wallMs: number; rssMiB: number };
+type Measure = { wallMs: number; rssMiB: number; firstByteMs?: number };
 
 /** `airlock send --json` of fresh content, as an agent runs it; every byte must go up. */
 async function sendFresh(
   meter: Meter,
-  job: { session: Session; shim: string; file: BenchFile; tmpDir: string; level: number },
+  job: {
+    session: Session;
+    shim: string;
+    file: BenchFile;
+    tmpDir: string;
+    level: number;
+    tap: StoreTap | undefined;
+  },
 ): Promise<Measure> {
   const env = shimEnv(job.session, job.tmpDir, {
     AIRLOCK_UPLOAD_CONCURRENCY: String(job.level),
   });
+  job.tap?.reset();
+  const spawned = performance.now();
   const run = await meter.run(process.execPath, [job.shim, "send", job.file.path, "--json"], {
     env,
   });
+  const firstPartAt = job.tap?.firstPartAt;
   const result = JSON.parse(run.stdout.trim().split("\n").pop()!) as SendJson;
   const { size } = job.file;
   if (result.deduped || result.size !== size || result.uploadedBytes !== size)
     throw new Error(`not a fresh upload of every byte: ${JSON.stringify(result)}`);
-  return run;
+  return { ...run, firstByteMs: firstPartAt === undefined ? undefined : firstPartAt - spawned };
 }
 
 /**
@@ -245,6 +280,9 @@ function row(backend: Backend, sizeMiB: number, s: Series, floorMs: number): str
     formatMs(wall),
     formatRatio(wall / floorMs),
     Math.max(...s.rssMiB).toFixed(0),
+    s.firstByteMs && s.firstByteMs.length > 0
+      ? `${formatMs(median(s.firstByteMs))} (${s.firstByteMs.map((ms) => ms.toFixed(0)).join(", ")})`
+      : "",
     "",
   ]
     .join(" | ")

@@ -57,6 +57,11 @@ export interface MultipartAnswer {
   partCount: number;
   /** Only the parts still missing; empty when every part is stored. */
   parts: PartUpload[];
+  /**
+   * Only for an upload declared without its hashes: the numbers of the parts still missing
+   * (`parts` is then empty; each part's URL is asked for with its SHA-256).
+   */
+  missing?: number[];
 }
 
 /** The answer to `POST /v1/uploads`. */

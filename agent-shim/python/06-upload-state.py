@@ -177,34 +177,45 @@ class Sender(object):
                 raise mismatch
             seen.add(number)
         missing = sorted(upload.get("parts") or [], key=lambda p: p["partNumber"])
-        stop = threading.Event()
-        failure = []
-        lock = threading.Lock()
-        done = [0]
 
         def one(part):
-            if stop.is_set():
-                return
             number = part["partNumber"]
             start = (number - 1) * part_size
             length = min(part_size, stored.size - start)
             which = "%s (part %d of %d)" % (label, number, count)
-            try:
-                put_slice(part["put"], stored.path, start, length, digests[number - 1], label, which, self.policy, stop)
-                with lock:
-                    done[0] += length
-            except BaseException as err:
-                with lock:
-                    if not stop.is_set():
-                        failure.append(err)
-                        stop.set()
+            put_slice(part["put"], stored.path, start, length, digests[number - 1], label, which, self.policy, stop)
+            return length
 
-        if missing:
-            with ThreadPoolExecutor(max_workers=min(self.concurrency, len(missing))) as pool:
-                list(pool.map(one, missing))
-        if failure:
-            raise failure[0]
-        return done[0]
+        stop = threading.Event()
+        return each_part(self.concurrency, missing, one, stop)
+
+
+def each_part(concurrency, parts, send, stop):
+    """Runs send(part) for each part, several at once, summing what each returns; the first to
+    fail for good sets `stop` (the others end early) and its error ends the upload."""
+    failure = []
+    lock = threading.Lock()
+    done = [0]
+
+    def one(part):
+        if stop.is_set():
+            return
+        try:
+            sent = send(part)
+            with lock:
+                done[0] += sent
+        except BaseException as err:
+            with lock:
+                if not stop.is_set():
+                    failure.append(err)
+                    stop.set()
+
+    if parts:
+        with ThreadPoolExecutor(max_workers=min(concurrency, len(parts))) as pool:
+            list(pool.map(one, parts))
+    if failure:
+        raise failure[0]
+    return done[0]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -135,6 +135,10 @@ def send_file(path, sender, rename=None):
         if small is not None:
             return small
     pays = gzip_pays(size, sample, compressed, sender.level)
+    if not pays and size > multipart_threshold():
+        first = send_from_first_byte(sender, path, name, size, mtime, content_type)
+        if first is not None:
+            return first
     abandon = threading.Event()
     gzipping = [None]
 

@@ -36,3 +36,11 @@ export function blobKey(storedSha256: string): string {
 export function uploadKey(storedSha256: string, uploadId: string): string {
   return `${blobKey(storedSha256)}.${uploadId}`;
 }
+
+/**
+ * Where the bytes of an upload declared without its hashes land (same `blobs/` lifecycle):
+ * a key of its own that names no content, until the relay has read it back.
+ */
+export function deferredUploadKey(uploadId: string): string {
+  return `blobs/deferred/${uploadId}`;
+}

@@ -1,6 +1,5 @@
 import { closeSync, openSync, statSync } from "node:fs";
 import { stat } from "node:fs/promises";
-import { basename } from "node:path";
 import { parseCommandArgs } from "../cli/args.js";
 import { ARCHIVE_TYPE, archiveDirectory } from "../archive/archive-build.js";
 import {
@@ -14,25 +13,18 @@ import { DESTINATION, DESTINATION_SHAPES } from "../download/destinations.js";
 import { CliError, RefusalError, UsageError, fsError } from "../cli/errors.js";
 import { HELP, USAGE } from "../cli/help.js";
 import { note, print, warn } from "../cli/output.js";
-import { digestPartSize } from "../upload/part-digests.js";
-import {
-  gzipPays,
-  gzipToTemp,
-  identity,
-  hashFile,
-  readSample,
-  changedWhileSending,
-  type StoredBytes,
-} from "../upload/prepare.js";
 import { RelayClient, type DeliveryRecord } from "../transport/relay-client.js";
 import { toSendResult } from "../upload/send-line.js";
 import type { FailedDelivery, SendResult } from "../upload/send-result.js";
 import { sendStored } from "../upload/send-stored.js";
 import { SentCacheOnDemand } from "../upload/sent-cache.js";
 import { UploadStates } from "../upload/upload-state.js";
-import { SINGLE_UPLOAD_MAX_BYTES } from "../upload/one-request.js";
 import { STDIN, checkedName, linkOptions, withLink } from "../upload/send-flags.js";
-import { sendSmallFile, sendStdin, type SendOptions } from "../upload/send-small.js";
+import { sendStdin, type SendOptions } from "../upload/send-small.js";
+import { sendFile } from "../upload/send-file.js";
+import { waitVerified } from "../upload/wait-verified.js";
+
+export { sendFile } from "../upload/send-file.js";
 
 const OPTIONS = {
   to: { type: "string", multiple: true },
@@ -236,109 +228,4 @@ export async function sendDirectory(
   } finally {
     await archive.dispose();
   }
-}
-
-/**
- * A small file goes up in one request. A larger one unchanged since it was last sent is asked
- * for by its recorded SHA-256 first (a dedup hit needs no hash pass). Otherwise: hash, probe
- * for a dedup hit, gzip where it pays, declare, PUT, complete.
- */
-export async function sendFile(
-  path: string,
-  options: SendOptions,
-  rename: string | undefined,
-): Promise<SendResult> {
-  const { relay, level, states } = options;
-  const name = rename ?? basename(path);
-  const head = readSample(path, SINGLE_UPLOAD_MAX_BYTES);
-  if (head.whole) {
-    const small = await sendSmallFile(path, name, { ...head, whole: head.whole }, options);
-    if (small) return small;
-  }
-  const sent = await options.sent.get();
-  const known = sent.sha256Of(path, head);
-  if (known !== undefined) {
-    // A stale entry can only make this a hit on content the scope sent before (SentCache).
-    const { size, contentType } = head;
-    const probe = await relay.declareUpload({ name, size, sha256: known, contentType });
-    if (probe.status === "deduped") {
-      return toSendResult({ file: probe.file, deduped: true, uploadedBytes: 0 });
-    }
-  }
-  // gzip (where it pays) starts alongside the hash pass, on the other core: its output is
-  // ready sooner than after a pass of its own. A file sent before is probably a dedup hit,
-  // so for one of those gzip waits for the relay's answer rather than compete with the hash.
-  const { size, mtimeMs } = head;
-  const abandon = new AbortController();
-  const pays = gzipPays(head, level);
-  const sentBefore = sent.has(path, size, mtimeMs);
-  // Bytes that may go up in parts get their part digests in the pass that makes them. A file
-  // sent before is probably a dedup hit, whose digests would be wasted work, unless an upload
-  // of it was cut short and is about to be resumed (the state file is read only then).
-  let partSize = pays ? undefined : digestPartSize(size, false);
-  if (partSize !== undefined && sentBefore) {
-    const saved = await states.load(UploadStates.key(relay.url, path, size, mtimeMs));
-    if (saved === undefined) partSize = undefined;
-  }
-  const startGzip = () => gzipToTemp(path, level, abandon.signal, digestPartSize(size, true));
-  let gzipping = pays && !sentBefore ? startGzip() : null;
-  gzipping?.catch(() => {}); // a failure is reported where it is awaited, not as unhandled
-  let stored: StoredBytes | undefined;
-  try {
-    const file = await hashFile(path, partSize);
-    const original = { name, size: file.size, sha256: file.sha256, contentType: head.contentType };
-    const probe = await relay.declareUpload(original);
-    sent.record(path, head, file.sha256);
-    if (probe.status === "deduped") {
-      return toSendResult({ file: probe.file, deduped: true, uploadedBytes: 0 });
-    }
-    if (probe.status === "upload" || probe.status === "multipart") {
-      throw new CliError(`relay asked to upload ${name} before knowing how it is stored`);
-    }
-
-    if (pays) gzipping ??= startGzip();
-    stored = gzipping ? await gzipping : identity(path, file);
-    // The passes read the file separately; a file written meanwhile would not match its hash.
-    // (The relay checks what gzip inflates to in any case; this names the cause.)
-    const now = await stat(path).catch(() => undefined);
-    if (file.size !== size || now?.size !== size || now.mtimeMs !== mtimeMs) {
-      throw changedWhileSending(path);
-    }
-    const { encoding, storedSize, storedSha256 } = stored;
-    const declaration = { ...original, encoding, storedSize, storedSha256 };
-    // A dedup hit now means someone stored it meanwhile.
-    return toSendResult(
-      await sendStored(options, { declaration, stored, source: { path, mtimeMs } }),
-    );
-  } finally {
-    abandon.abort();
-    // The temp copy goes whether it was used, finished unused, or was cut short.
-    const leftover = stored ?? (await gzipping?.catch(() => undefined));
-    await leftover?.dispose();
-  }
-}
-
-/** Longest `send --wait` waits for the relay to verify one file. */
-const WAIT_LIMIT_MS = 30 * 60_000;
-
-/**
- * Polls the file until the relay has verified it. A file the check deleted (its bytes were
- * not what was declared) fails the send with one line.
- */
-async function waitVerified(relay: RelayClient, sent: SendResult): Promise<"verified"> {
-  const started = Date.now();
-  for (let delay = 250; Date.now() - started < WAIT_LIMIT_MS; delay = Math.min(delay * 2, 5000)) {
-    await new Promise((resolve) => setTimeout(resolve, delay));
-    const file = await relay.getFile(sent.fileId).catch((err: unknown) => {
-      if (err instanceof RefusalError && err.status === 404) {
-        throw new CliError(
-          `${sent.name} failed the relay's check (its stored bytes were not the declared ` +
-            "content) and was deleted",
-        );
-      }
-      throw err;
-    });
-    if (file.status !== "pending") return "verified";
-  }
-  throw new CliError(`${sent.name} was still being verified after 30 minutes; check it with ls`);
 }

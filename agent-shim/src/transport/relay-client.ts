@@ -7,10 +7,21 @@ import { withRetry } from "./retry.js";
 import type {
   DeliveryRecord,
   FileRecord,
-  InboxRecord,
+  PartUpload,
   UploadAnswer,
   UploadState,
 } from "../../../src/wire-types.js";
+import type {
+  ContentRequest,
+  DeletedFile,
+  HashAtCompleteDeclaration,
+  InboxItem,
+  LinkOptions,
+  ShareLink,
+  UploadDeclaration,
+  UploadRequestBody,
+  UploadRequestRecord,
+} from "./relay-types.js";
 
 export type {
   DeliveryRecord,
@@ -21,40 +32,7 @@ export type {
   UploadAnswer,
   UploadState,
 } from "../../../src/wire-types.js";
-
-/** `POST /v1/uploads`: the original fields alone probe for a dedup hit; all of them ask to upload. */
-export interface UploadDeclaration {
-  name: string;
-  size: number;
-  sha256: string;
-  contentType: string;
-  encoding?: "identity" | "gzip";
-  storedSize?: number;
-  storedSha256?: string;
-  /** The SHA-256 of each part of the stored bytes: asks for a multipart upload. */
-  partSha256?: string[];
-  /** gzip stored as independent members: the original bytes per member, each one's stored size. */
-  members?: { span: number; storedSizes: number[] };
-}
-
-/** `POST /v1/requests`: what an upload link takes. */
-export interface UploadRequestBody {
-  name?: string;
-  maxBytes?: number;
-  ttlSeconds?: number;
-}
-
-/** The relay's answer to `POST /v1/requests`. */
-export interface UploadRequestRecord {
-  requestId: string;
-  url: string;
-  name: string | null;
-  maxBytes: number;
-  expiresAt: string;
-}
-
-/** An inbox entry; a top-level `fileId` is accepted too, though the documented place is `file`. */
-export type InboxItem = InboxRecord & { fileId?: string };
+export type * from "./relay-types.js";
 
 /**
  * Relay error codes that override the status's usual verdict. The platform refused a delivery
@@ -72,31 +50,6 @@ function isRetryable(status: number, code: string | undefined): boolean {
   return isRetryableStatus(status);
 }
 
-/** `POST /v1/files/:id/links`: the link's lifetime in seconds and its download limit. */
-export interface LinkOptions {
-  ttlSeconds?: number;
-  maxDownloads?: number;
-}
-
-/** A share link minted on its own: `maxDownloads` is null when unlimited. */
-export interface ShareLink {
-  url: string;
-  expiresAt: string;
-  maxDownloads: number | null;
-}
-
-/** The answer to `DELETE /v1/files/:id`. */
-export interface DeletedFile {
-  fileId: string;
-  deletedAt: string;
-}
-
-/** A request for a file's bytes, ready for `download`. */
-export interface ContentRequest {
-  url: string;
-  headers: Record<string, string>;
-}
-
 /** The relay's HTTP API as the shim uses it; every call is retried per the policy. */
 export class RelayClient {
   constructor(
@@ -105,7 +58,9 @@ export class RelayClient {
   ) {}
 
   /** Declares an upload (or probes for a dedup hit when the stored fields are left out). */
-  async declareUpload(declaration: UploadDeclaration): Promise<UploadAnswer> {
+  async declareUpload(
+    declaration: UploadDeclaration | HashAtCompleteDeclaration,
+  ): Promise<UploadAnswer> {
     const action = `upload of ${declaration.name}`;
     const answer = await this.call<UploadAnswer>("POST", "/v1/uploads", action, declaration);
     const known = ["deduped", "missing", "upload", "multipart"];
@@ -126,10 +81,32 @@ export class RelayClient {
     return answer;
   }
 
-  /** Asks the relay to verify the stored bytes and register the file. */
-  completeUpload(uploadId: string, name: string): Promise<FileRecord> {
+  /**
+   * Asks the relay to verify the stored bytes and register the file; `sha256` is the whole
+   * file's, for an upload declared without it.
+   */
+  completeUpload(uploadId: string, name: string, sha256?: string): Promise<FileRecord> {
     const path = `/v1/uploads/${encodeURIComponent(uploadId)}/complete`;
-    return this.call("POST", path, `completing the upload of ${name}`);
+    const body = sha256 === undefined ? undefined : { sha256 };
+    return this.call("POST", path, `completing the upload of ${name}`, body);
+  }
+
+  /**
+   * Signed PUTs for parts of an upload declared without its hashes, each bound to the
+   * SHA-256 given for it (`POST /v1/uploads/:id/parts`).
+   */
+  async signParts(
+    uploadId: string,
+    name: string,
+    parts: { partNumber: number; sha256: string }[],
+  ): Promise<PartUpload[]> {
+    const path = `/v1/uploads/${encodeURIComponent(uploadId)}/parts`;
+    const action = `upload of ${name}`;
+    const answer = await this.call<{ parts?: PartUpload[] }>("POST", path, action, { parts });
+    if (!Array.isArray(answer?.parts)) {
+      throw new CliError(`relay gave an unexpected answer to the ${action}`);
+    }
+    return answer.parts;
   }
 
   /** This session's files, newest first. */

@@ -33,7 +33,23 @@ export interface PartsJob {
  */
 export async function putParts(upload: MultipartAnswer, job: PartsJob): Promise<number> {
   const missing = checkedParts(upload, job);
-  const lengths = missing.map((part) => partLength(job.storedSize, job.partSize, part.partNumber));
+  const numbers = missing.map((part) => part.partNumber);
+  return eachPart(numbers, job, (index, progress, signal) =>
+    putPart(missing[index]!, job, progress, signal),
+  );
+}
+
+/**
+ * Runs `send` for each of the parts `numbers`, in order, up to `concurrency` at once; the first
+ * to fail for good stops the others and its error ends the upload. One progress bar covers all
+ * the stored bytes, starting at those already held. Returns the bytes stored by this call.
+ */
+export async function eachPart(
+  numbers: number[],
+  job: PartsJob,
+  send: (index: number, progress: Progress, signal: AbortSignal) => Promise<void>,
+): Promise<number> {
+  const lengths = numbers.map((n) => partLength(job.storedSize, job.partSize, n));
   const missingBytes = lengths.reduce((sum, length) => sum + length, 0);
   const progress = new Progress(job.label, job.storedSize, job.storedSize - missingBytes);
   const stop = new AbortController();
@@ -42,10 +58,10 @@ export async function putParts(upload: MultipartAnswer, job: PartsJob): Promise<
   let next = 0;
 
   const worker = async (): Promise<void> => {
-    while (!stop.signal.aborted && next < missing.length) {
+    while (!stop.signal.aborted && next < numbers.length) {
       const index = next++;
       try {
-        await putPart(missing[index]!, job, progress, stop.signal);
+        await send(index, progress, stop.signal);
         uploaded += lengths[index]!;
       } catch (error) {
         if (!stop.signal.aborted) {
@@ -57,7 +73,7 @@ export async function putParts(upload: MultipartAnswer, job: PartsJob): Promise<
     }
   };
   try {
-    const workers = Math.min(job.concurrency, missing.length);
+    const workers = Math.min(job.concurrency, numbers.length);
     await Promise.all(Array.from({ length: workers }, worker));
   } finally {
     progress.finish();
@@ -82,7 +98,7 @@ function checkedParts(upload: MultipartAnswer, job: PartsJob): PartUpload[] {
 }
 
 /** PUTs one part with exactly its signed headers, retried per the policy until `signal` ends it. */
-async function putPart(
+export async function putPart(
   { partNumber, put }: PartUpload,
   job: PartsJob,
   progress: Progress,

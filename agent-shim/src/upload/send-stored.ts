@@ -164,17 +164,19 @@ async function sendInParts(ctx: SendContext, job: StoredSend): Promise<Sent> {
  * resume, and how much of it the store holds by now (asked of the relay; without it when the
  * relay cannot say).
  */
-async function resumeHint(
+export async function resumeHint(
   relay: RelayClient,
   uploadId: string,
-  { name, storedSize }: FullDeclaration,
+  { name, storedSize }: Pick<FullDeclaration, "name" | "storedSize">,
 ): Promise<string> {
   const again = `interrupted: run the same command again to resume the upload of ${name}`;
   try {
     const state = await relay.uploadState(uploadId, name);
     if (state.status !== "multipart") return again;
-    const missing = state.parts.reduce(
-      (sum, { partNumber }) => sum + partLength(storedSize, state.partSize, partNumber),
+    // An upload declared with hashAtComplete lists its missing parts by number.
+    const numbers = state.missing ?? state.parts.map((part) => part.partNumber);
+    const missing = numbers.reduce(
+      (sum, partNumber) => sum + partLength(storedSize, state.partSize, partNumber),
       0,
     );
     return `${again} (${humanSize(storedSize - missing)} of ${humanSize(storedSize)} stored)`;

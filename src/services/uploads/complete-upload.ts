@@ -10,6 +10,7 @@ import { toFileRecord, type FileRecord } from "../file-record";
 import { assembleParts, isMultipart, resumeMultipart } from "./multipart-upload";
 import { extendUpload } from "./extend-upload";
 import { rejectUpload } from "./reject-upload";
+import { isDeferred, settleDeferredHash } from "./deferred-upload";
 import { recordVerified, verifyUploadContent } from "./verify-upload";
 import type { FileOrigin } from "../file-origin";
 
@@ -31,7 +32,8 @@ export const INLINE_VERIFY_MAX_BYTES = 4 * 1024 * 1024;
  * a gzip upload's original size and SHA-256, run here for small files and otherwise on the
  * verify queue: until then the file is `pending` (its owner can use it, its hash is shown
  * nowhere, it is nobody's dedup target), and it is deleted if the check fails.
- * Completing twice returns the same file.
+ * Completing twice returns the same file. An upload declared without its hashes gets its
+ * SHA-256 here (`sha256`), and may turn out to be a dedup hit (`settleDeferredHash`).
  */
 export async function completeUpload(
   deps: Deps,
@@ -39,15 +41,24 @@ export async function completeUpload(
   uploadId: string,
   origin: string,
   fileOrigin: FileOrigin = "sandbox",
+  sha256?: string,
 ): Promise<FileRecord> {
   const { db, store } = deps;
-  const upload = await findUpload(db, uploadId);
+  let upload = await findUpload(db, uploadId);
   if (!upload || upload.sessionId !== session.id) throw new AppError("upload_not_found");
   if (upload.status === "completed") return existingFile(deps, upload, origin);
   if (upload.status === "rejected") throw new AppError("upload_rejected");
   // Its bytes stopped counting against the quota when its URL expired: renewing it (GET,
   // within the quota) comes first. It is kept, not deleted, so that a renewal can finish it.
   if (upload.expiresAt <= deps.now()) throw uploadExpired(upload);
+  if (isDeferred(upload)) {
+    const settled = await settleDeferredHash(deps, session, upload, sha256, origin);
+    if ("file" in settled) return settled.file;
+    upload = settled.upload;
+    if (upload.status === "completed") return existingFile(deps, upload, origin);
+  } else if (sha256 !== undefined && sha256 !== upload.sha256) {
+    throw new AppError("content_mismatch", "sha256 differs from the one this upload declared");
+  }
   if (isMultipart(upload)) await assembleParts(deps, upload);
 
   const head = await store.head(upload.storedKey);

@@ -1,6 +1,5 @@
 import { z } from "zod";
-import { extendBlob, findContentHeldByScope } from "../../db/blobs";
-import { insertFileWithinQuota, type FileRow } from "../../db/files";
+import { insertFileWithinQuota } from "../../db/files";
 import { sessionUsage, type Session } from "../../db/sessions";
 import { insertUploadWithinQuota, type Upload } from "../../db/uploads";
 import type { Deps } from "../../deps";
@@ -10,12 +9,8 @@ import { memberTableProblem, memberTableSchema } from "../../content/gzip-member
 import { MAX_PARTS, partCount, partSizeFor } from "../../part-plan";
 import { uploadKey } from "../../storage";
 import type { UploadAnswer } from "../../wire-types";
-import {
-  checkDeclaredSize,
-  quotaExceeded,
-  sizeMismatch,
-  storedBytesRefusal,
-} from "./declared-limits";
+import { checkDeclaredSize, quotaExceeded, storedBytesRefusal } from "./declared-limits";
+import { heldContentFile } from "./held-content";
 import { toFileRecord } from "../file-record";
 import {
   missingParts,
@@ -84,32 +79,17 @@ export async function declareUpload(
   const now = deps.now();
   checkDeclaredSize(deps, session, body.size);
   const contentType = body.contentType ?? "application/octet-stream";
-  const expiresAt = now + config.fileTtlSeconds * 1000;
 
-  const found = await findContentHeldByScope(db, session.scope, body.sha256, now);
-  if (found && found.size !== body.size) throw sizeMismatch();
-  // The blob must outlive the new file: pushed out before the file exists, and only a
-  // blob still live at that moment is a hit (otherwise the sweep may be deleting it).
-  const held = found && (await extendBlob(db, found.sha256, expiresAt, now)) ? found : null;
+  const held = await heldContentFile(
+    deps,
+    session,
+    { name: body.name, size: body.size, sha256: body.sha256, contentType },
+    now,
+  );
   if (held) {
-    const file: FileRow = {
-      id: newId("fil"),
-      sessionId: session.id,
-      name: body.name,
-      size: body.size,
-      sha256: body.sha256,
-      contentType,
-      encoding: held.encoding,
-      storedKey: held.storedKey,
-      verified: true,
-      deduped: true,
-      createdAt: now,
-      expiresAt,
-      origin: "sandbox",
-    };
-    if (!(await insertFileWithinQuota(db, file, session.quotaBytes, now)))
+    if (!(await insertFileWithinQuota(db, held, session.quotaBytes, now)))
       throw quotaExceeded(body.size);
-    return { status: "deduped", file: await toFileRecord(deps, file, origin) };
+    return { status: "deduped", file: await toFileRecord(deps, held, origin) };
   }
 
   if (

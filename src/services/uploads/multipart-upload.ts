@@ -3,7 +3,7 @@ import type { Session } from "../../db/sessions";
 import type { Upload } from "../../db/uploads";
 import type { Deps } from "../../deps";
 import { AppError } from "../../errors";
-import { partLength } from "../../part-plan";
+import { partCount, partLength } from "../../part-plan";
 import { MultipartUploadGoneError, type MultipartTarget } from "../../storage/blob-store";
 import type { MultipartAnswer, PartUpload } from "../../wire-types";
 import { extendUpload } from "./extend-upload";
@@ -35,11 +35,23 @@ export function multipartTarget(upload: MultipartUpload): MultipartTarget {
 /** The numbers of the parts not among `held`, ascending. */
 export function missingParts(upload: MultipartUpload, held: StoredPart[]): number[] {
   const stored = new Set(held.map((part) => part.partNumber));
-  const all = upload.multipart.partSha256.map((_, index) => index + 1);
+  const all = Array.from({ length: plannedParts(upload) }, (_, index) => index + 1);
   return all.filter((partNumber) => !stored.has(partNumber));
 }
 
-/** Fresh signed PUTs for the `missing` parts. */
+/**
+ * How many parts the upload is cut into. An upload declared without its hashes
+ * (`partSha256` empty until complete) has them from its stored size.
+ */
+export function plannedParts(upload: MultipartUpload): number {
+  return partCount(upload.storedSize, upload.multipart.partSize);
+}
+
+/**
+ * Fresh signed PUTs for the `missing` parts. For an upload declared without its part
+ * digests there is nothing to sign yet: the answer lists the `missing` part numbers, whose
+ * URLs are asked for with each part's SHA-256 (`POST /v1/uploads/:id/parts`).
+ */
 export async function multipartAnswer(
   deps: Deps,
   upload: MultipartUpload,
@@ -48,8 +60,9 @@ export async function multipartAnswer(
 ): Promise<MultipartAnswer> {
   const { partSize, partSha256 } = upload.multipart;
   const target = multipartTarget(upload);
+  const deferred = partSha256.length === 0;
   const parts: PartUpload[] = await Promise.all(
-    missing.map(async (partNumber) => ({
+    (deferred ? [] : missing).map(async (partNumber) => ({
       partNumber,
       put: await deps.store.createPartUploadUrl({
         target,
@@ -66,8 +79,9 @@ export async function multipartAnswer(
     uploadId: upload.id,
     expiresAt: new Date(upload.expiresAt).toISOString(),
     partSize,
-    partCount: partSha256.length,
+    partCount: plannedParts(upload),
     parts,
+    ...(deferred ? { missing } : {}),
   };
 }
 
@@ -79,15 +93,20 @@ export async function multipartAnswer(
 export async function heldParts(deps: Deps, upload: MultipartUpload): Promise<StoredPart[]> {
   const { partSize, partSha256 } = upload.multipart;
   const parts = await deps.store.listParts(multipartTarget(upload));
+  // Declared without digests: each part is what the store verified against the digest its
+  // URL was signed with, and the whole is read back before anything counts as content.
+  const declared = (n: number) => (partSha256.length === 0 ? undefined : partSha256[n - 1]);
   return parts
     .filter(
       (part) =>
         part.partNumber >= 1 &&
-        part.partNumber <= partSha256.length &&
+        part.partNumber <= plannedParts(upload) &&
         part.size === partLength(upload.storedSize, partSize, part.partNumber) &&
-        (part.sha256Hex === undefined || part.sha256Hex === partSha256[part.partNumber - 1]),
+        (part.sha256Hex === undefined ||
+          declared(part.partNumber) === undefined ||
+          part.sha256Hex === declared(part.partNumber)),
     )
-    .map((part) => ({ ...part, sha256Hex: partSha256[part.partNumber - 1] }));
+    .map((part) => ({ ...part, sha256Hex: declared(part.partNumber) ?? part.sha256Hex }));
 }
 
 /**
@@ -133,7 +152,7 @@ export async function assembleParts(deps: Deps, upload: MultipartUpload): Promis
   if (await store.head(upload.storedKey)) return;
   try {
     const held = await heldParts(deps, upload);
-    const count = upload.multipart.partSha256.length;
+    const count = plannedParts(upload);
     const missing = missingParts(upload, held);
     if (missing.length > 0) {
       const first = missing.slice(0, 5).join(", ");

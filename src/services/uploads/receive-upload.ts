@@ -1,10 +1,16 @@
 import { findUpload } from "../../db/uploads";
 import type { Deps } from "../../deps";
-import { hexToBase64 } from "../../encoding";
+import { base64ToHex, hexToBase64 } from "../../encoding";
 import { AppError } from "../../errors";
 import { partLength } from "../../part-plan";
 import { ContentRejectedError, MultipartUploadGoneError } from "../../storage/blob-store";
-import { isMultipart, multipartTarget, uploadGone, type MultipartUpload } from "./multipart-upload";
+import {
+  isMultipart,
+  multipartTarget,
+  plannedParts,
+  uploadGone,
+  type MultipartUpload,
+} from "./multipart-upload";
 
 /** The parts of a relay-bound PUT the relay checks before any byte is stored. */
 export interface IncomingPut {
@@ -58,20 +64,32 @@ export async function receivePart(
   }
 }
 
-/** Part `partNumber` of the upload as its PUT must carry it: its length and SHA-256, checked. */
+/**
+ * Part `partNumber` of the upload as its PUT must carry it: its length and SHA-256, checked.
+ * An upload declared without part digests takes the SHA-256 its PUT carries (the one its URL
+ * was asked for with); the store verifies the body against it as it writes.
+ */
 export function checkedPart(
   upload: MultipartUpload,
   partNumber: number,
   put: IncomingPut,
 ): { partNumber: number; size: number; sha256Hex: string } {
   const { partSize, partSha256 } = upload.multipart;
-  const sha256Hex = partSha256[partNumber - 1];
-  if (!Number.isInteger(partNumber) || sha256Hex === undefined) {
-    throw new AppError("invalid_request", `this upload has parts 1 to ${partSha256.length}`);
+  const count = plannedParts(upload);
+  const sha256Hex =
+    partSha256.length === 0 ? checksumHex(put.checksum) : partSha256[partNumber - 1];
+  if (!Number.isInteger(partNumber) || partNumber < 1 || partNumber > count) {
+    throw new AppError("invalid_request", `this upload has parts 1 to ${count}`);
   }
   const size = partLength(upload.storedSize, partSize, partNumber);
-  checkPutHeaders(put, size, sha256Hex);
-  return { partNumber, size, sha256Hex };
+  checkPutHeaders(put, size, sha256Hex ?? "");
+  return { partNumber, size, sha256Hex: sha256Hex ?? "" };
+}
+
+/** The hex of a base64 `x-amz-checksum-sha256`, or undefined when it is not one. */
+function checksumHex(checksum: string | undefined): string | undefined {
+  if (checksum === undefined || !/^[A-Za-z0-9+/]{43}=$/.test(checksum)) return undefined;
+  return base64ToHex(checksum);
 }
 
 /** The checks every relay-bound PUT passes before a byte is stored. */

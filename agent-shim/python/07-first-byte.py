@@ -1,0 +1,133 @@
+def send_from_first_byte(sender, path, name, size, mtime, content_type):
+    """A large file sent as it is read (docs/api.md, "Sending from the first byte"): declared
+    without its hashes, each part hashed in its turn, signed with that digest and PUT, the whole
+    file hashed in a thread for complete (a dedup hit is found there). Saved, so a later send
+    resumes it. None when this way is not open: the relay predates it, or a saved upload of the
+    file declared with its hashes waits to be resumed the hashed way."""
+    relay, states = sender.relay, sender.states
+    key = {"relayUrl": relay.url, "path": os.path.abspath(path), "size": size, "mtimeMs": mtime}
+    saved = states.load(key)
+    if saved is not None and saved.get("sha256") != "":
+        return None
+    whole = Background(lambda: whole_digest(path))
+    upload = None
+    if saved is not None:
+        try:
+            state = relay.upload_state(saved["uploadId"], name)
+            if state["status"] == "completed":
+                states.remove(key)
+                record = state["file"]
+                return result_of(record, bool(record.get("deduped")), 0)
+            if state["status"] == "multipart" and isinstance(state.get("missing"), list):
+                upload = state
+        except RefusalError:
+            pass
+        if upload is None:
+            states.remove(key)
+    if upload is None:
+        declaration = {"name": name, "size": size, "contentType": content_type, "encoding": "identity"}
+        declaration["hashAtComplete"] = True
+        try:
+            answer = relay.declare(declaration)
+        except RefusalError as err:
+            if err.body.get("code") == "invalid_request":
+                return None
+            raise
+        if answer["status"] != "multipart" or not isinstance(answer.get("missing"), list):
+            return None
+        upload = answer
+        entry = dict(key)
+        entry.update({"sha256": "", "encoding": "identity", "storedSize": size, "storedSha256": ""})
+        entry.update({"partSize": part_size_for(size), "uploadId": answer["uploadId"], "createdAt": now_iso()})
+        states.save(entry)
+    record, uploaded = FirstByteParts(sender, path, name, size, upload).send(whole, mtime)
+    states.remove(key)
+    return result_of(record, bool(record.get("deduped")), uploaded)
+
+
+def whole_digest(path):
+    digests = Digests()
+    for chunk in read_chunks(path):
+        digests.update(chunk)
+    return digests.size, digests.hash.hexdigest()
+
+
+class FirstByteParts(object):
+    """The parts of an upload declared without its hashes, hashed one at a time as their turn
+    comes, each signed with its digest and PUT (checked against it on the way out)."""
+
+    def __init__(self, sender, path, name, size, upload):
+        self.sender, self.path, self.name, self.size = sender, path, name, size
+        self.part_size = part_size_for(size)
+        self.count = part_count(size, self.part_size)
+        if upload.get("partSize") != self.part_size or upload.get("partCount") != self.count:
+            raise CliError("relay planned the parts of %s differently than airlock did" % name)
+        self.upload_id = upload["uploadId"]
+        self.missing = upload["missing"]
+        self.digests = [None] * self.count
+        self.turn = threading.Lock()
+
+    def send(self, whole, mtime):
+        relay = self.sender.relay
+        uploaded = self.put(self.missing)
+        size, sha256 = whole.result()
+        try:
+            now = os.stat(self.path)
+        except OSError:
+            now = None
+        if size != self.size or now is None or now.st_size != self.size or mtime_ms(now) != mtime:
+            raise changed_while_sending(self.path)
+        try:
+            record = self.complete(sha256)
+        except RefusalError as err:
+            if err.body.get("code") != "upload_incomplete":
+                raise
+            state = relay.upload_state(self.upload_id, self.name)
+            if state["status"] != "multipart" or not isinstance(state.get("missing"), list):
+                raise
+            uploaded += self.put(state["missing"])
+            record = self.complete(sha256)
+        return record, uploaded
+
+    def complete(self, sha256):
+        path = "/v1/uploads/%s/complete" % quote(self.upload_id, safe="")
+        return self.sender.relay.call("POST", path, "completing the upload of " + self.name, {"sha256": sha256})
+
+    def digest(self, number):
+        with self.turn:
+            if self.digests[number - 1] is None:
+                start = (number - 1) * self.part_size
+                length = min(self.part_size, self.size - start)
+                part = hashlib.sha256()
+                got = 0
+                for chunk in read_chunks(self.path, start, length):
+                    part.update(chunk)
+                    got += len(chunk)
+                if got != length:
+                    raise changed_while_sending(self.path)
+                self.digests[number - 1] = part.hexdigest()
+            return self.digests[number - 1]
+
+    def sign(self, number, sha256):
+        path = "/v1/uploads/%s/parts" % quote(self.upload_id, safe="")
+        body = {"parts": [{"partNumber": number, "sha256": sha256}]}
+        answer = self.sender.relay.call("POST", path, "upload of " + self.name, body)
+        parts = answer.get("parts") if isinstance(answer, dict) else None
+        if not parts or parts[0].get("partNumber") != number:
+            raise CliError("relay gave an unexpected answer to the upload of " + self.name)
+        return parts[0]["put"]
+
+    def put(self, numbers):
+        """PUTs the parts `numbers`, several at once; the first to fail for good stops the rest."""
+        stop = threading.Event()
+
+        def one(number):
+            start = (number - 1) * self.part_size
+            length = min(self.part_size, self.size - start)
+            which = "%s (part %d of %d)" % (self.name, number, self.count)
+            sha256 = self.digest(number)
+            put = self.sign(number, sha256)
+            put_slice(put, self.path, start, length, sha256, self.name, which, self.sender.policy, stop)
+            return length
+
+        return each_part(self.sender.concurrency, sorted(numbers), one, stop)
