@@ -7,7 +7,7 @@ import { findSession, insertSession, revokeSession } from "../db/sessions";
 import { AppError } from "../errors";
 import { isId, newId } from "../ids";
 import { readJson } from "../http/json-body";
-import { seedInbox } from "../services/inbox/inbox";
+import { seedInbox } from "../services/inbox/seed-inbox";
 import { cleanFileName } from "../names";
 import { parseDestination } from "../platforms";
 import { byteCount, destination, mediaType } from "../services/validation";

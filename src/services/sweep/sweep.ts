@@ -2,11 +2,11 @@ import { forgetMemberTables } from "../../db/gzip-members";
 import { deleteExpiredBlobs, isStoredKeyInUse } from "../../db/blobs";
 import { deleteExpiredLinks } from "../../db/links";
 import {
-  findStalePendingFiles,
   findUncheckedDedupHits,
   markDedupHitsChecked,
   type UncheckedDedupHit,
-} from "../../db/files";
+} from "../../db/dedup-hits";
+import { findStalePendingFiles } from "../../db/files";
 import { expireStaleUploads } from "../../db/uploads";
 import type { Deps } from "../../deps";
 import { blobRuleEnd } from "../../storage/lifecycle-rules";
