@@ -89,13 +89,16 @@ const optionalText = z
 
 /** A positive whole number, `fallback` when unset. */
 const positiveInt = <T extends number | undefined>(fallback: T) =>
-  z.unknown().optional().transform((raw, ctx): number | T => {
-    if (raw === undefined || raw === "") return fallback;
-    const value = Number(raw);
-    if (Number.isSafeInteger(value) && value > 0) return value;
-    ctx.addIssue({ code: "custom", message: `must be a positive integer, not "${String(raw)}"` });
-    return z.NEVER;
-  });
+  z
+    .unknown()
+    .optional()
+    .transform((raw, ctx): number | T => {
+      if (raw === undefined || raw === "") return fallback;
+      const value = Number(raw);
+      if (Number.isSafeInteger(value) && value > 0) return value;
+      ctx.addIssue({ code: "custom", message: `must be a positive integer, not "${String(raw)}"` });
+      return z.NEVER;
+    });
 
 /** Comma-separated host names, `fallback` when none are given. */
 const hostList = (fallback: string[]) =>
