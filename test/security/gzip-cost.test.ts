@@ -65,6 +65,16 @@ for (const storage of ["r2", "s3"] as const) {
       return (await api("POST", `/v1/uploads/${uploadId}/complete`)) as Sent;
     }
 
+    /** Waits for the verify queue to check a file (a member table is used once verified). */
+    async function verified(fileId: string): Promise<void> {
+      for (let i = 0; i < 300; i++) {
+        const file = await api("GET", `/v1/files/${fileId}`);
+        if ((file.body as { status?: string }).status === "verified") return;
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      throw new Error(`${fileId} was not verified in 30 s`);
+    }
+
     /** Stored keys of these stored bytes (s3 only: the store is listed directly). */
     async function keysOf(storedSha256: string): Promise<string[] | null> {
       if (!s3) return null;
@@ -76,6 +86,8 @@ for (const storage of ["r2", "s3"] as const) {
       const tabled = await gzipMembers(text);
       const sent = await send({ name: "big.log", ...tabled.declared }, tabled.stored);
       expect(sent.status, JSON.stringify(sent.body)).toBe(201);
+      // 32 MiB declared: checked on the queue, not in `complete` (what a request inflates is bounded).
+      await verified(sent.body.fileId!);
       const url = sent.body.url!;
       for (const [range, offset, length] of [
         ["bytes=-10", text.byteLength - 10, 10],
