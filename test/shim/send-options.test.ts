@@ -253,7 +253,7 @@ describe("Ctrl-C during a large send", () => {
           env,
           timeoutMs: 120_000,
         });
-        expect(fetched.code).toBe(0);
+        expect(fetched.code, fetched.stderr).toBe(0);
         expect(sha256(await readFile(join(got, "big.bin")))).toBe(sha256(bytes));
       } finally {
         await proxy.stop();

@@ -112,7 +112,10 @@ async function toFile(
     return { path, label };
   };
   try {
-    const inRanges = ranged && hint.ranges === true && sha256 !== undefined;
+    // Ranges only where the relay names the content (an ETag): each range carries `If-Range`
+    // with it, and a file still pending verification shows no ETag, so would come back whole.
+    const inRanges =
+      ranged && hint.ranges === true && sha256 !== undefined && hint.sha256 === sha256;
     const size = hint.size ?? 0;
     if (inRanges && size >= settings.threshold) {
       const done = await getRanged(source, hint, sha256!, part, destination, settings, policy);
