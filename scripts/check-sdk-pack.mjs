@@ -19,9 +19,11 @@ const ALLOWED = [
   /^package\/README\.md$/,
   /^package\/dist\/(index|node)\.mjs$/,
   /^package\/dist\/chunks\/chunk-[A-Z0-9]+\.mjs$/,
-  /^package\/dist\/types\/sdk\/src\/([a-z-]+\/)?[a-z-]+\.d\.ts$/,
+  /^package\/dist\/types\/sdk\/src\/([a-z0-9-]+\/)?[a-z0-9-]+\.d\.ts$/,
   // The relay modules the SDK shares: pure name and size rules, wire types (types only).
   /^package\/dist\/types\/src\/(names|wire-types|services\/human-size)\.d\.ts$/,
+  // The shim modules the SDK shares: in-order hashing, range settings and what they read.
+  /^package\/dist\/types\/agent-shim\/src\/(download\/(ordered-hash|parallel-settings)|cli\/(config|errors))\.d\.ts$/,
 ];
 const REQUIRED = [
   "package/package.json",
