@@ -7,6 +7,7 @@
 # exit codes as the Node shim (/shim/airlock.mjs): send, get, pull, request, link, rm, ls, mcp (not
 # tool-schema). Everything is streamed:
 # memory stays flat whatever the size of a file.
+import contextlib
 import errno
 import hashlib
 import http.client

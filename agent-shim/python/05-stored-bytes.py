@@ -49,6 +49,22 @@ def release(path):
         pass
 
 
+@contextlib.contextmanager
+def new_temp_file(temp):
+    """`temp` created for writing (never an existing file); removed if anything fails meanwhile,
+    an OSError told as one line about it."""
+    try:
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as sink:
+            yield sink
+    except OSError as err:
+        release(temp)
+        raise fs_error("write temp file", temp, err)
+    except BaseException:
+        release(temp)
+        raise
+
+
 def tmpdir():
     import tempfile
 
@@ -156,24 +172,16 @@ def gzip_to_temp(path, level, part_size, abandon, threads=None):
     temp = temp_path(tmpdir(), "airlock-", ".gz")
     digests = Digests(part_size)
     sizes = []
-    try:
+    with new_temp_file(temp) as sink:
         size = os.stat(path).st_size
         span = member_span_for(size)
-        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "wb") as sink:
-            spans = spans_of(read_chunks(path, span=span), span)
-            known_large = size > POOL_AFTER_MEMBERS * span
-            for member in gzip_members(spans, level, sizes, known_large, threads):
-                if abandon.is_set():
-                    raise CliError("abandoned")
-                digests.update(member)
-                sink.write(member)
-    except OSError as err:
-        release(temp)
-        raise fs_error("write temp file", temp, err)
-    except BaseException:
-        release(temp)
-        raise
+        spans = spans_of(read_chunks(path, span=span), span)
+        known_large = size > POOL_AFTER_MEMBERS * span
+        for member in gzip_members(spans, level, sizes, known_large, threads):
+            if abandon.is_set():
+                raise CliError("abandoned")
+            digests.update(member)
+            sink.write(member)
     table = member_table(span, sizes)
     return Stored("gzip", temp, digests.size, digests.hash.hexdigest(), digests.finish_parts(), True, table)
 

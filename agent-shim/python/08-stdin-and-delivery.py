@@ -38,20 +38,12 @@ def spool_stdin(name, level):
             yield chunk
             chunk = read_stdin()
 
-    try:
-        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "wb") as sink:
-            # Its length unknown, the input gets the usual span, and a pool once it proves long.
-            out = gzip_members(spans_of(chunks(), MEMBER_SPAN), level, sizes, False) if gzip else chunks()
-            for data in out:
-                stored.update(data)
-                sink.write(data)
-    except OSError as err:
-        release(temp)
-        raise fs_error("write temp file", temp, err)
-    except BaseException:
-        release(temp)
-        raise
+    with new_temp_file(temp) as sink:
+        # Its length unknown, the input gets the usual span, and a pool once it proves long.
+        out = gzip_members(spans_of(chunks(), MEMBER_SPAN), level, sizes, False) if gzip else chunks()
+        for data in out:
+            stored.update(data)
+            sink.write(data)
     declaration = {
         "name": name,
         "size": original.size,
@@ -91,13 +83,8 @@ def describe_in_memory(original, name, level, sniffed=None):
 def stored_in_temp(declaration, data):
     """Bytes held in memory, in a temp file to be PUT."""
     temp = temp_path(tmpdir(), "airlock-", ".bin")
-    try:
-        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "wb") as sink:
-            sink.write(data)
-    except OSError as err:
-        release(temp)
-        raise fs_error("write temp file", temp, err)
+    with new_temp_file(temp) as sink:
+        sink.write(data)
     stored = Stored(declaration["encoding"], temp, declaration["storedSize"], declaration["storedSha256"], None, True, declaration.get("members"))
     return declaration, stored
 

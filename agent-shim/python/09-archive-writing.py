@@ -5,37 +5,29 @@ def archive_directory(path, level):
     temp = temp_path(tmpdir(), "airlock-", ".tar.gz")
     digests = Digests(None)
     count = [0]
-    try:
-        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "wb") as sink:
-            z = zlib.compressobj(level, zlib.DEFLATED, 31)
-            held = []
+    with new_temp_file(temp) as sink:
+        z = zlib.compressobj(level, zlib.DEFLATED, 31)
+        held = []
 
-            def emit(data, force=False):
-                held.append(data)
-                if force or sum(len(x) for x in held) >= 64 * 1024:
-                    packed = z.compress(b"".join(held))
-                    del held[:]
-                    if packed:
-                        digests.update(packed)
-                        sink.write(packed)
+        def emit(data, force=False):
+            held.append(data)
+            if force or sum(len(x) for x in held) >= 64 * 1024:
+                packed = z.compress(b"".join(held))
+                del held[:]
+                if packed:
+                    digests.update(packed)
+                    sink.write(packed)
 
-            try:
-                info = os.stat(path)
-            except OSError as err:
-                raise fs_error("read", path, err)
-            emit(encode_header(top, "directory", info.st_mode, info.st_mtime))
-            walk(path, top, emit, count)
-            emit(b"\x00" * (2 * BLOCK), True)
-            tail = z.flush()
-            digests.update(tail)
-            sink.write(tail)
-    except OSError as err:
-        release(temp)
-        raise fs_error("write temp file", temp, err)
-    except BaseException:
-        release(temp)
-        raise
+        try:
+            info = os.stat(path)
+        except OSError as err:
+            raise fs_error("read", path, err)
+        emit(encode_header(top, "directory", info.st_mode, info.st_mtime))
+        walk(path, top, emit, count)
+        emit(b"\x00" * (2 * BLOCK), True)
+        tail = z.flush()
+        digests.update(tail)
+        sink.write(tail)
     return Stored("identity", temp, digests.size, digests.hash.hexdigest(), None, True), count[0]
 
 
