@@ -54,11 +54,12 @@ export default defineConfig({
           include: ["test/{e2e,shim,fixtures,security,sdk,mcp}/**/*.test.ts"],
           testTimeout: 60_000,
           hookTimeout: 120_000,
-          // Three files at a time: most of a file's time is spent waiting on relays, shims and
-          // queues, not on this machine's two cores. `npm test` runs this project beside the
-          // workers project (scripts/run-tests.mjs), which now ends within its first two
-          // minutes; a plain `vitest run` runs it after.
-          maxWorkers: 3,
+          // Four files at a time: most of a file's time is spent waiting on relays, shims,
+          // queues and leases, not on this machine's two cores (with three, an idle run kept
+          // the cores 2/3 busy). `npm test` runs this project beside the workers project
+          // (scripts/run-tests.mjs), which ends within its first three minutes; a plain
+          // `vitest run` runs it after.
+          maxWorkers: 4,
           sequence: { groupOrder: 1 },
           globalSetup: ["./test/support/shared-relay.setup.ts"],
         },

@@ -20,8 +20,8 @@ from support import (
 )
 
 MARKER = b"AIRLOCK-MARKER-7f3e9c"
-RANDOM = MARKER + secrets.token_bytes(3 * MiB)
-TEXT = b"".join(b"%s line %d: the quick brown fox %d jumps\n" % (MARKER, i, i % 97) for i in range(60_000))
+RANDOM = MARKER + secrets.token_bytes(MiB + MiB // 2)  # over the 1 MiB quota of the refusal case
+TEXT = b"".join(b"%s line %d: the quick brown fox %d jumps\n" % (MARKER, i, i % 97) for i in range(24_000))
 
 
 class RoundTrips:

@@ -11,7 +11,7 @@ import { startRelay, type RunningRelay } from "../support/relay";
 const sha256 = (bytes: Uint8Array) => createHash("sha256").update(bytes).digest("hex");
 const TELEGRAM_SECRET = "e2e-telegram-webhook-secret";
 /** The fake Bot API reads upload bodies no faster than this: a slow link. */
-const SLOW_LINK_BYTES_PER_SECOND = 4_000_000;
+const SLOW_LINK_BYTES_PER_SECOND = 8_000_000;
 
 /** A real 1×1 PNG, so the relay reads "photo" from its magic bytes. */
 const PNG = Buffer.from(
@@ -254,7 +254,7 @@ describe("chat platforms through wrangler dev, driven by the shim", () => {
     expect(recorded.deliveries[0]?.error).toContain("24-hour window");
   });
 
-  it("completes a 50 MB Telegram upload over a slow link (the fake reads 4 MB/s)", async () => {
+  it("completes a 50 MB Telegram upload over a slow link (the fake reads 8 MB/s)", async () => {
     const bytes = randomBytes(50_000_000);
     const path = join(dir, "video.bin");
     await writeFile(path, bytes);
@@ -267,7 +267,7 @@ describe("chat platforms through wrangler dev, driven by the shim", () => {
     const seconds = (Date.now() - started) / 1000;
     expect(sent.stderr).toBe(`delivered video.bin to telegram:${chat} (native, sendDocument)\n`);
     expect(sent.code).toBe(0);
-    // At 4 MB/s the upload alone takes 12.5 s: a timeout shorter than that would have cut it.
+    // At 8 MB/s the upload alone takes 6.25 s: a timeout shorter than that would have cut it.
     expect(seconds).toBeGreaterThan(50_000_000 / SLOW_LINK_BYTES_PER_SECOND);
     const [upload] = fakes.telegram.requests("sendDocument");
     expect(upload?.files[0]).toMatchObject({ size: 50_000_000, sha256: sha256(bytes) });

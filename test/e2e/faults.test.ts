@@ -406,8 +406,8 @@ describe("R2 backend: shim → fault proxy → relay (wrangler dev)", () => {
     await expectServed(result, data);
   });
 
-  it("fifty sandboxes sending at once all end byte-exact", async () => {
-    const sandboxes = 50;
+  it("twenty-four sandboxes sending at once all end byte-exact", async () => {
+    const sandboxes = 24;
     const sameContent = 5; // the last five send the same bytes: concurrent dedup
     const shared = randomBytes(FILE_BYTES);
     const sessions = await Promise.all(
@@ -421,7 +421,6 @@ describe("R2 backend: shim → fault proxy → relay (wrangler dev)", () => {
         return { path, data };
       }),
     );
-    const started = Date.now();
     const results = await Promise.all(
       sessions.map((s, i) =>
         runShim(["send", "--json", files[i]!.path], {
@@ -433,7 +432,6 @@ describe("R2 backend: shim → fault proxy → relay (wrangler dev)", () => {
         }),
       ),
     );
-    const elapsed = Date.now() - started;
     const failed = results.filter((r) => r.code !== 0).map((r) => r.stderr);
     expect(failed).toEqual([]);
     const records = results.map(sent);
@@ -442,9 +440,8 @@ describe("R2 backend: shim → fault proxy → relay (wrangler dev)", () => {
       const listed = await expectNothingCorrupt(relay, s.sessionId);
       expect(listed.length).toBe(1);
     }
-    const deduped = records.filter((r) => r.deduped).length;
-    // Speed is the benchmarks' business (bench:load); here only the outcome is asserted. Each
-    // sandbox is its own owner scope now, so all fifty upload: generous on a busy machine.
-    console.log(`50 concurrent sends: ${elapsed} ms, ${deduped} deduped`);
+    // Speed is the benchmarks' business (bench:load, fifty and more at once); here only the
+    // outcome is asserted. Each sandbox is its own owner scope, so all of them upload.
+    expect(records.filter((r) => r.deduped)).toEqual([]);
   }, 240_000);
 });

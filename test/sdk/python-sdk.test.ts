@@ -167,6 +167,10 @@ const NAMES = [
   "emoji \u{1f600} ok.txt",
 ];
 
+/** Exits 0 where the system's pip can install into another interpreter (`--python`, pip 22.3). */
+const SYSTEM_PIP_PROBE =
+  "import setuptools, pip, sys; sys.exit(tuple(map(int, pip.__version__.split('.')[:2])) < (22, 3))";
+
 describe("the Python package", () => {
   it("cleans names exactly as the relay's name rule does", () => {
     const python = spawnSync(
@@ -192,16 +196,31 @@ describe("the Python package", () => {
       expect(done.status, `${done.stdout}\n${done.stderr}`).toBe(0);
       return done.stdout;
     };
-    run("python3", ["-m", "venv", venv]);
-    const before = run(join(venv, "bin/python"), ["-m", "pip", "freeze", "--all"]);
-    const pip = ["-m", "pip", "install", "--no-index", "--no-build-isolation"];
-    run(join(venv, "bin/python"), [...pip, join(root, "sdk-python")]);
-    const after = run(join(venv, "bin/python"), ["-m", "pip", "freeze", "--all"]);
+    // Where the system's python3 has pip and setuptools, a venv without a pip of its own
+    // (seeding one costs more than the rest of this test): that pip installs into it
+    // (`--python`), with the system's setuptools, seen through --system-site-packages, as the
+    // build backend --no-build-isolation needs. Otherwise a venv seeded with pip, as usual.
+    const systemPip =
+      spawnSync("python3", ["-c", SYSTEM_PIP_PROBE], { stdio: "ignore" }).status === 0;
+    const python = join(venv, "bin/python");
+    run("python3", [
+      "-m",
+      "venv",
+      ...(systemPip ? ["--without-pip", "--system-site-packages"] : []),
+      venv,
+    ]);
+    const pip = (...args: string[]) =>
+      systemPip
+        ? run("python3", ["-m", "pip", "--python", python, ...args])
+        : run(python, ["-m", "pip", ...args]);
+    const before = pip("freeze", "--all");
+    pip("install", "--no-index", "--no-build-isolation", join(root, "sdk-python"));
+    const after = pip("freeze", "--all");
     expect(after.split("\n").filter((line) => line && !before.includes(line))).toEqual([
       `airlock-sdk @ file://${join(root, "sdk-python")}`,
     ]);
     // Imported from the install, not the checkout: the package, its exec transport, py.typed.
-    const where = run(join(venv, "bin/python"), [
+    const where = run(python, [
       "-c",
       "import airlock_sdk, airlock_sdk.exec, pathlib; p = pathlib.Path(airlock_sdk.__file__).parent; print(p, (p / 'py.typed').exists())",
     ]).trim();

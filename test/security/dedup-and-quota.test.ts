@@ -116,8 +116,7 @@ describe("dedup and quota, attacked with a second session", () => {
   });
 
   it("an upload completed after its URL expired is refused and stores nothing; resuming it re-checks the quota", async () => {
-    const { token } = await suite.relay.mintSession({ quotaBytes: 10_000 });
-    async function declareAndPut(bytes: Uint8Array) {
+    async function declareAndPut(token: string, bytes: Uint8Array) {
       const declared = await api(token, "POST", "/v1/uploads", identityDeclaration(bytes, "q.bin"));
       expect(declared.status).toBe(201);
       const put = declared.body.put as { url: string; headers: Record<string, string> };
@@ -125,10 +124,16 @@ describe("dedup and quota, attacked with a second session", () => {
       expect(response.status).toBeLessThan(300);
       return declared.body.uploadId as string;
     }
+    // Two sessions of 10,000 bytes, so that one wait for the URLs to expire serves both cases.
+    const { token } = await suite.relay.mintSession({ quotaBytes: 10_000 });
+    const resumed = await suite.relay.mintSession({ quotaBytes: 10_000 });
+    const stored = await declareAndPut(resumed.token, randomBytes(6000));
+    expect((await api(resumed.token, "POST", `/v1/uploads/${stored}/complete`)).status).toBe(201);
     // Declare, PUT, wait for the URL to expire, repeat: each fits the quota on its own.
-    const first = await declareAndPut(randomBytes(6000));
+    const first = await declareAndPut(token, randomBytes(6000));
+    const third = await declareAndPut(resumed.token, randomBytes(4000));
     await new Promise((resolve) => setTimeout(resolve, (UPLOAD_URL_TTL_SECONDS + 1) * 1000));
-    const second = await declareAndPut(randomBytes(6000));
+    const second = await declareAndPut(token, randomBytes(6000));
 
     const late = await api(token, "POST", `/v1/uploads/${first}/complete`);
     expect(late).toMatchObject({ status: 410, body: { error: { code: "upload_expired" } } });
@@ -145,11 +150,10 @@ describe("dedup and quota, attacked with a second session", () => {
       status: 410,
     });
 
-    // An expired upload brought back by a resume must fit again: here it does not.
-    const third = await declareAndPut(randomBytes(4000));
-    await new Promise((resolve) => setTimeout(resolve, (UPLOAD_URL_TTL_SECONDS + 1) * 1000));
-    await declareAndPut(randomBytes(4000));
-    expect(await api(token, "GET", `/v1/uploads/${third}`)).toMatchObject({
+    // An expired upload brought back by a resume must fit again: with 6,000 bytes stored and
+    // another 4,000 declared since it expired, it does not.
+    await declareAndPut(resumed.token, randomBytes(4000));
+    expect(await api(resumed.token, "GET", `/v1/uploads/${third}`)).toMatchObject({
       status: 413,
       body: { error: { code: "quota_exceeded" } },
     });

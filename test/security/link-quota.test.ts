@@ -158,7 +158,7 @@ describe.each(["r2", "s3"] as const)("upload links and the session's quota on %s
     const outcome = await Promise.race([
       put.outcome,
       new Promise<EndlessOutcome>((resolve) =>
-        setTimeout(() => resolve({ cut: "no answer yet" }), 5000),
+        setTimeout(() => resolve({ cut: "no answer yet" }), 2000),
       ),
     ]);
     put.stop();

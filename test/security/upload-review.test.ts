@@ -170,7 +170,13 @@ describe("uploads and upload links, attacked", () => {
     await new Promise((resolve) => setTimeout(resolve, (UPLOAD_URL_TTL_SECONDS + 1) * 1000));
 
     // Lapsed, its room goes to the sandbox's next send (the first one lapsed unsent too)…
-    expect((await declare(token, randomBytes(quotaBytes))).body.status).toBe("upload");
+    const next = randomBytes(quotaBytes);
+    const nextAnswer = await declare(token, next);
+    expect(nextAnswer.body.status).toBe("upload");
+    expect(await putSigned(nextAnswer, next)).toBe(200);
+    const uploadId = nextAnswer.body.uploadId as string;
+    const stored = await api(token, "POST", `/v1/uploads/${uploadId}/complete`);
+    expect(stored.status).toBe(201);
     // …reading its state does not renew it, and its parts, sent now, are refused.
     const read = await fetch(`${request.url}/uploads/${started.uploadId}`);
     const state = (await read.json()) as { status: string; leaseExpiresAt: string };
@@ -185,8 +191,9 @@ describe("uploads and upload links, attacked", () => {
         "pick the file again",
     });
 
-    // Once the room is there again (the sandbox's upload lapsed unsent), a part renews it.
-    await new Promise((resolve) => setTimeout(resolve, (UPLOAD_URL_TTL_SECONDS + 1) * 1000));
+    // Once the room is there again (the sandbox deleted its file), a part renews it.
+    const fileId = (stored.body as { fileId: string }).fileId;
+    expect((await api(token, "DELETE", `/v1/files/${fileId}`)).status).toBe(200);
     expect((await putLinkPart(request.url, started.uploadId, bytes)).status).toBe(204);
     const complete = await fetch(`${request.url}/uploads/${started.uploadId}/complete`, {
       method: "POST",
