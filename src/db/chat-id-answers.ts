@@ -21,3 +21,25 @@ export async function countChatIdAnswer(
     .first<{ answers: number }>();
   return row?.answers ?? 1;
 }
+
+/**
+ * Deletes up to `limit` chats' counts whose window began at or before `windowStartedBy`: once a
+ * window has ended the next ask starts a fresh one anyway (see `countChatIdAnswer`), so such a
+ * row limits nothing. An ask that restarted the window meanwhile moved `window_start` past the
+ * cut-off, so its row stays. Returns how many rows went.
+ */
+export async function deleteEndedChatIdWindows(
+  db: D1Database,
+  windowStartedBy: number,
+  limit: number,
+): Promise<number> {
+  const result = await db
+    .prepare(
+      `DELETE FROM chat_id_answers WHERE chat IN
+         (SELECT chat FROM chat_id_answers WHERE window_start <= ?1 LIMIT ?2)
+       AND window_start <= ?1`,
+    )
+    .bind(windowStartedBy, limit)
+    .run();
+  return result.meta.changes;
+}

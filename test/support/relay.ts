@@ -62,6 +62,13 @@ export async function startRelay(options: RelayOptions = {}): Promise<RunningRel
     CLOUDFLARE_CF_FETCH_ENABLED: "false",
     WRANGLER_SEND_METRICS: "false",
     NO_COLOR: "1",
+    // No DevTools proxy. wrangler's InspectorProxyWorker turns on the runtime's Network domain and
+    // posts every DevTools event to wrangler's Node process as its own HTTP request, and workerd
+    // sends a `Network.dataReceived` per 4 KiB of every subrequest body: reading 72 MiB back from
+    // S3 made 18,432 of them, and the connections piled up in workerd until "Too many open files".
+    // wrangler 4 has no flag for it; this variable (set by VS Code's debug terminal) is what its
+    // ProxyController checks (`inspectorEnabled`) before starting that proxy.
+    VSCODE_INSPECTOR_OPTIONS: "{}",
   };
   // Each relay its own local R2/D1, migrated (a copy of the run's migrated template).
   const state = await freshRelayState(root, env, root === checkout);

@@ -1,3 +1,4 @@
+import { deleteEndedChatIdWindows } from "../../db/chat-id-answers";
 import { forgetMemberTables } from "../../db/gzip-members";
 import { deleteExpiredBlobs, isStoredKeyInUse } from "../../db/blobs";
 import { deleteExpiredLinks } from "../../db/links";
@@ -10,6 +11,7 @@ import { findStalePendingFiles } from "../../db/files";
 import { expireStaleUploads } from "../../db/uploads";
 import type { Deps } from "../../deps";
 import { blobRuleEnd } from "../../storage/lifecycle-rules";
+import { CHAT_ID_LIMIT } from "../chat-id";
 import { failLapsedDeliveries } from "../delivery/lease";
 import { sweepUploadRequests, type RequestSweepResult } from "../upload-links/sweep";
 
@@ -48,6 +50,8 @@ export interface SweepResult extends RequestSweepResult {
   objectsRewritten: number;
   /** Deliveries left `sending` by an attempt cut off mid-send, now failed with the reason. */
   deliveriesFailed: number;
+  /** `/airlock` answer counts whose window had ended (they limited nothing any more). */
+  chatIdAnswersDeleted: number;
 }
 
 /**
@@ -59,8 +63,9 @@ export interface SweepResult extends RequestSweepResult {
  * link rows and upload-link requests a day past their expiry (giving up the upload such a
  * link still held), re-sends the verification of files left pending, and writes again
  * the objects of dedup hits that the bucket's age rule would delete while a live file still
- * uses them (the rule counts from the object's last write, which a dedup hit is not), and
- * fails deliveries whose attempt stopped renewing its lease (cut off by a crash).
+ * uses them (the rule counts from the object's last write, which a dedup hit is not),
+ * fails deliveries whose attempt stopped renewing its lease (cut off by a crash), and drops
+ * the `/airlock` answer count of each chat whose window has ended.
  *
  * Idempotent and safe to run twice at once: every D1 change is one conditional
  * statement (`DELETE … WHERE expired AND unused … RETURNING`), so a row is claimed by at
@@ -92,6 +97,11 @@ export async function sweep(deps: Deps, batch = SWEEP_BATCH): Promise<SweepResul
   const linksDeleted = await deleteExpiredLinks(db, now);
   const requests = await sweepUploadRequests(deps, batch);
   const deliveriesFailed = await failLapsedDeliveries(deps, batch);
+  const chatIdAnswersDeleted = await deleteEndedChatIdWindows(
+    db,
+    now - CHAT_ID_LIMIT.windowMs,
+    batch,
+  );
   // A file still pending this long lost its verify message (a local queue restarted, or
   // retries ran out into the dead-letter queue): send it again.
   const resendBefore = now - deps.config.verifyResendAfterSeconds * 1000;
@@ -106,6 +116,7 @@ export async function sweep(deps: Deps, batch = SWEEP_BATCH): Promise<SweepResul
     objectsDeleted,
     linksDeleted,
     deliveriesFailed,
+    chatIdAnswersDeleted,
     ...requests,
   };
 }
