@@ -108,6 +108,7 @@ class RangedDownload(object):
             self.fd = os.open(self.part, os.O_RDWR | os.O_CREAT, 0o666)
             if held == 0:
                 os.ftruncate(self.fd, 0)
+                forget_ranges(self.part)  # a record that no longer holds must not grow
         except OSError as err:
             raise fs_error("write", self.part, err)
         try:

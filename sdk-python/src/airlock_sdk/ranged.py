@@ -146,7 +146,7 @@ class _Ranges:
 
     def _fetch(self, piece: _Piece) -> None:
         tries = 0
-        while True:
+        while not self.stopped.is_set():
             tries += 1
             first, last = piece.start + piece.got, piece.end - 1
             response = self.files.download(self.file_id, range=(first, last))
