@@ -10,6 +10,7 @@ import { startFaultProxy, type FaultProxy } from "../fixtures/fault-proxy";
 import { startStrictS3, type StrictS3 } from "../fixtures/s3/strict-s3";
 import { startRelay, type RunningRelay } from "../support/relay";
 import { s3Vars } from "../support/s3-vars";
+import { seedInbox } from "../support/seed-inbox";
 import { sharedRelay } from "../support/shared-relay";
 import { collectRun, failureLine, prepareShim, relayEnv, runShim } from "./run-shim";
 import { processEnv, runDriver, shimDrivers, type ShimDriver } from "./shims";
@@ -20,7 +21,8 @@ import { processEnv, runDriver, shimDrivers, type ShimDriver } from "./shims";
  * on s3 each range goes to the store by the relay's redirect, on r2 the relay serves it; a run
  * killed by SIGKILL in one shim is resumed by the other with only the ranges it lacked (the same
  * part file and `.ranges` record); a corrupted range fails in one line leaving nothing; a capped
- * share link is charged each byte once. Files go up with the Node shim (not what is tested).
+ * share link is charged each byte once; `pull` takes the same path. Files go up with the Node
+ * shim (not what is tested).
  */
 
 const MiB = 1024 * 1024;
@@ -204,6 +206,24 @@ describe("the Python shim's ranged get on r2: the relay serves each range", () =
       "airlock: the download of big.bin is corrupt: its SHA-256 does not match the expected SHA-256",
     );
     expect(await leftIn(out)).toEqual([]);
+  });
+
+  it("pulls a large inbox file in ranges", async () => {
+    const out = await mkdtemp(join(scratch, "pull-"));
+    const session = await relay.mintSession();
+    await seedInbox(relay, session.sessionId, "inbox.bin", bytes);
+    const before = proxy.requests.length;
+    const pulled = await python(["pull", "--dir", out], out, {
+      ...relayEnv(proxy.url, session.token),
+      ...RANGED(MiB),
+    });
+    expect(pulled.stderr, pulled.stderr).toBe("");
+    expect(pulled.stdout).toBe(
+      `[User uploaded: inbox.bin (6.0 MiB) at ${join(out, "inbox.bin")}]\n`,
+    );
+    expect(sha256(await readFile(join(out, "inbox.bin")))).toBe(sha256(bytes));
+    expect(contentGets(before).filter((r) => r.range)).toHaveLength(6);
+    expect(await leftIn(out)).toEqual(["inbox.bin"]);
   });
 
   it("charges a capped share link each byte once", async () => {
