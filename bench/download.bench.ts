@@ -107,10 +107,17 @@ async function store(relay: RunningRelay, path: string): Promise<{ url: string; 
       timeout: 600_000,
     },
   );
-  const answer = await fetch(`${relay.url}/v1/uploads/${encodeURIComponent(uploadId)}/complete`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${session.token}` },
-  });
+  // `complete` is retried as the shims retry it: under load `wrangler dev` has answered it
+  // 503 "Your worker restarted mid-request" (seen at 128 MiB on r2, load ~20).
+  let answer: Response | undefined;
+  for (let tries = 1; ; tries++) {
+    answer = await fetch(`${relay.url}/v1/uploads/${encodeURIComponent(uploadId)}/complete`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${session.token}` },
+    });
+    if (answer.status !== 503 || tries === 3) break;
+    console.error(`complete: 503 ${await answer.text()}; again`);
+  }
   const text = await answer.text();
   if (answer.status !== 201) throw new Error(`complete: ${answer.status} ${text}`);
   const file = JSON.parse(text) as { url: string; status: string };
