@@ -5,13 +5,15 @@
 // is reported, every download is checked byte-exact by SHA-256. `airlock get <shareUrl>` runs on
 // both backends in one stream (`AIRLOCK_DOWNLOAD_STREAMS=1`) and in ranges (the default settings,
 // or `BENCH_DOWNLOAD_STREAMS` / `BENCH_DOWNLOAD_CHUNK`), each set against `curl -o` of the same link
-// in the same run (the ranged-download target: ≤ 1.05×).
+// in the same run (the ranged-download target: ≤ 1.05×). The Python shim's `get` runs beside it,
+// both ways, against the same curl.
 import { execFile } from "node:child_process";
 import { createHash, randomFillSync } from "node:crypto";
 import { createReadStream } from "node:fs";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { startStrictS3 } from "../test/fixtures/s3/strict-s3";
 import { startRelay, type RunningRelay } from "../test/support/relay";
@@ -23,6 +25,10 @@ import { SHIM } from "./shim";
 const SIZE = Number(process.env.BENCH_DOWNLOAD_MIB ?? 256) * 1024 * 1024;
 const RUNS = 3;
 const run = promisify(execFile);
+/** The Python shim as `npm run build:shim` joins it. */
+const PYTHON_SHIM = fileURLToPath(new URL("../agent-shim/airlock.py", import.meta.url));
+/** How each shim is started: the Node bundle, or the Python shim under python3. */
+const SHIMS = { node: [process.execPath, SHIM], python: ["python3", PYTHON_SHIM] } as const;
 
 async function fileSha256(path: string): Promise<string> {
   const hash = createHash("sha256");
@@ -47,9 +53,11 @@ async function shimSeconds(
   out: string,
   sha256: string,
   env: Record<string, string>,
+  shim: keyof typeof SHIMS = "node",
 ): Promise<number> {
+  const [program, ...lead] = SHIMS[shim];
   const started = performance.now();
-  await run(process.execPath, [SHIM, "get", url, "-o", out], {
+  await run(program, [...lead, "get", url, "-o", out], {
     timeout: 600_000,
     env: { ...process.env, ...env },
   });
@@ -99,10 +107,17 @@ async function store(relay: RunningRelay, path: string): Promise<{ url: string; 
       timeout: 600_000,
     },
   );
-  const answer = await fetch(`${relay.url}/v1/uploads/${encodeURIComponent(uploadId)}/complete`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${session.token}` },
-  });
+  // `complete` is retried as the shims retry it: under load `wrangler dev` has answered it
+  // 503 "Your worker restarted mid-request" (seen at 128 MiB on r2, load ~20).
+  let answer: Response | undefined;
+  for (let tries = 1; ; tries++) {
+    answer = await fetch(`${relay.url}/v1/uploads/${encodeURIComponent(uploadId)}/complete`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${session.token}` },
+    });
+    if (answer.status !== 503 || tries === 3) break;
+    console.error(`complete: 503 ${await answer.text()}; again`);
+  }
   const text = await answer.text();
   if (answer.status !== 201) throw new Error(`complete: ${answer.status} ${text}`);
   const file = JSON.parse(text) as { url: string; status: string };
@@ -124,6 +139,10 @@ const times = {
   s3Ranged: [] as number[],
   r2One: [] as number[],
   r2Ranged: [] as number[],
+  s3PyOne: [] as number[],
+  s3PyRanged: [] as number[],
+  r2PyOne: [] as number[],
+  r2PyRanged: [] as number[],
 };
 let failed = false;
 try {
@@ -140,6 +159,8 @@ try {
       times.direct.push(await curlSeconds(location, out, sha256));
       times.s3One.push(await shimSeconds(url, out, sha256, ONE_STREAM));
       times.s3Ranged.push(await shimSeconds(url, out, sha256, RANGED));
+      times.s3PyOne.push(await shimSeconds(url, out, sha256, ONE_STREAM, "python"));
+      times.s3PyRanged.push(await shimSeconds(url, out, sha256, RANGED, "python"));
     }
   } finally {
     await relay.stop();
@@ -153,6 +174,8 @@ try {
       times.r2.push(await curlSeconds(url, out, sha256));
       times.r2One.push(await shimSeconds(url, out, sha256, ONE_STREAM));
       times.r2Ranged.push(await shimSeconds(url, out, sha256, RANGED));
+      times.r2PyOne.push(await shimSeconds(url, out, sha256, ONE_STREAM, "python"));
+      times.r2PyRanged.push(await shimSeconds(url, out, sha256, RANGED, "python"));
     }
   } finally {
     await r2.stop();
@@ -187,11 +210,17 @@ if (!failed) {
       against(`s3, ranges ${rangedLabel}`, times.s3Ranged, times.redirect),
       against("r2, one stream", times.r2One, times.r2),
       against(`r2, ranges ${rangedLabel}`, times.r2Ranged, times.r2),
+      against("Python shim: s3, one stream", times.s3PyOne, times.redirect),
+      against(`Python shim: s3, ranges ${rangedLabel}`, times.s3PyRanged, times.redirect),
+      against("Python shim: r2, one stream", times.r2PyOne, times.r2),
+      against(`Python shim: r2, ranges ${rangedLabel}`, times.r2PyRanged, times.r2),
     ].join("\n"),
   );
   for (const [backend, ranged, curl] of [
     ["s3", times.s3Ranged, times.redirect],
     ["r2", times.r2Ranged, times.r2],
+    ["Python shim: s3", times.s3PyRanged, times.redirect],
+    ["Python shim: r2", times.r2PyRanged, times.r2],
   ] as const) {
     const ranges = median(ranged) / median(curl);
     if (ranges > 1.05) {

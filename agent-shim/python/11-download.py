@@ -99,9 +99,14 @@ def keep_temp(temp, directory, name, numbered):
     raise CliError("cannot write %s in %s: too many files by that name" % (name, directory))
 
 
-def download(url, headers, target, name, sha256, output, policy):
-    """output: ("stdout",) | ("path", path) | ("dir", dir, numbered). Returns (path, name, size)."""
+def download(url, headers, target, name, sha256, output, policy, size=None):
+    """output: ("stdout",) | ("path", path) | ("dir", dir, numbered). Returns (path, name, size).
+    `size`, when known beforehand, spares a small file the HEAD a ranged download starts with."""
     known = sha256.lower() if sha256 else None
+    if output[0] != "stdout":
+        ranged = maybe_ranged(url, headers, target, name, known, output, policy, size)
+        if ranged is not None:
+            return ranged
 
     def attempt():
         conn, res, relay_etag = open_following(url, headers)
@@ -216,6 +221,7 @@ def cmd_get(args):
     check_extract_flags(values, USAGE["get"])
     limits = extract_limits(values, USAGE["get"])
     policy = Policy()
+    size = None
     if re.match(r"^https?://", ref, re.I):
         source = share_source(ref)
     else:
@@ -223,9 +229,10 @@ def cmd_get(args):
         record = relay.get_file(ref)
         action = "download of " + clean_name(record.get("name") or "", "the file")
         source = (relay.content_url(ref), relay.auth(), ("relay", relay.url, action), record.get("name"), record.get("sha256"))
+        size = record.get("size")
     url, headers, target, name, sha256 = source
     if values.get("extract"):
-        return out(get_extracted(source, option or ".", policy, limits))
+        return out(get_extracted(source, option or ".", policy, limits, size))
     if option == "-":
         path, got, _ = download(url, headers, target, name, sha256, ("stdout",), policy)
         note("wrote %s to stdout" % clean_name(got, "the file"))
@@ -234,7 +241,7 @@ def cmd_get(args):
         output = ("dir", option or ".", False)
     else:
         output = ("path", option)
-    path, _, _ = download(url, headers, target, name, sha256, output, policy)
+    path, _, _ = download(url, headers, target, name, sha256, output, policy, size)
     out(path)
     return 0
 

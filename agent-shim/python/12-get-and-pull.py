@@ -1,4 +1,4 @@
-def get_extracted(source, option, policy, limits):
+def get_extracted(source, option, policy, limits, size=None):
     url, headers, target, name, sha256 = source
     if name is not None and archive_stem(name) is None:
         raise not_an_archive(name)
@@ -9,7 +9,7 @@ def get_extracted(source, option, policy, limits):
         raise fs_error("create directory", option, err)
     temp = temp_path(directory, ".airlock-", ".tar.gz")
     try:
-        _, got, _ = download(url, headers, target, name, sha256, ("path", temp), policy)
+        _, got, _ = download(url, headers, target, name, sha256, ("path", temp), policy, size)
         stem = archive_stem(got)
         if stem is None:
             raise not_an_archive(got)
@@ -173,13 +173,13 @@ def pull_item(relay, item, shown, directory, policy, extract_max):
     if extract_max is not None and stem is not None:
         temp = temp_path(directory, ".airlock-", ".tar.gz")
         try:
-            _, _, size = download(url, relay.auth(), target, shown, item.get("sha256"), ("path", temp), policy)
+            _, _, size = download(url, relay.auth(), target, shown, item.get("sha256"), ("path", temp), policy, item.get("size"))
             path, files = extract_archive(temp, shown, directory, stem, True, extract_max)
         finally:
             release(temp)
         result.update({"size": size, "path": path, "extracted": True, "files": files})
         return result
-    path, _, size = download(url, relay.auth(), target, shown, item.get("sha256"), ("dir", directory, True), policy)
+    path, _, size = download(url, relay.auth(), target, shown, item.get("sha256"), ("dir", directory, True), policy, item.get("size"))
     result.update({"size": size, "path": path})
     return result
 

@@ -195,7 +195,7 @@ const ENVIRONMENT = `Environment
                          stored bytes above which a send goes in parts (default 64 MiB,
                          at least 8 MiB)
   AIRLOCK_DOWNLOAD_STREAMS
-                         ranges the Node shim's get and pull fetch at once, 1-16
+                         ranges get and pull fetch at once, 1-16
                          (default 4; 1: one stream)
   AIRLOCK_PARALLEL_THRESHOLD
                          bytes from which they fetch in ranges (default 16 MiB)

@@ -7,6 +7,7 @@ import email.utils
 import http.client
 import json
 import random
+import socket
 import ssl
 import time
 from dataclasses import dataclass, field
@@ -78,6 +79,15 @@ class Response:
     def close(self) -> None:
         self._raw.close()
         self._conn.close()
+
+    def abort(self) -> None:
+        """Cuts the connection from another thread: a read blocked on it returns at once."""
+        sock = self._conn.sock
+        if sock is not None:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
 
     def __enter__(self) -> "Response":
         return self

@@ -1,17 +1,19 @@
-"""Downloads streamed to disk: into a temp file beside the target, hashed as they come, checked
-against the file record (size and SHA-256), synced, then renamed into place (to a path the
-caller chose) or given the file's cleaned name in a directory (never over an existing file)."""
+"""Downloads streamed to disk (a large file in parallel ranges: :mod:`.ranged`): into a temp file
+beside the target, hashed as they come, checked against the file record (size and SHA-256),
+synced, then renamed into place (to a path the caller chose) or given the file's cleaned name in
+a directory (never over an existing file)."""
 from __future__ import annotations
 
 import errno
 import hashlib
 import os
 import secrets
-from typing import Any, Dict, Protocol
+from typing import Any, Dict, Optional, Protocol, Tuple
 
 from ._http import Response
 from .errors import AirlockError
 from .names import clean_file_name, file_name_problem, numbered_file_name, truncate_utf8
+from .ranged import maybe_ranges
 
 FileRecord = Dict[str, Any]
 
@@ -23,7 +25,7 @@ class FileReader(Protocol):
 
     def get_file(self, file_id: str) -> FileRecord: ...
 
-    def download(self, file_id: str) -> Response: ...
+    def download(self, file_id: str, range: Optional[Tuple[int, Optional[int]]] = None) -> Response: ...
 
 
 def temp_near(directory: str, name: str) -> str:
@@ -67,21 +69,23 @@ def download_to_dir(files: FileReader, file_id: str, directory: str) -> FileReco
 
 
 def _receive(files: FileReader, record: FileRecord, temp: str) -> None:
-    response = files.download(record["fileId"])
+    """The file's bytes into a new file ``temp`` (a large one in parallel ranges: see
+    :func:`maybe_ranges`), checked against the record and synced; removed on any failure."""
+    fd = os.open(temp, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)  # read too: ranges are hashed back
+    response: Optional[Response] = None
     try:
-        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-    except BaseException:
-        response.close()
-        raise
-    try:
-        with os.fdopen(fd, "wb") as out:
-            digest = hashlib.sha256()
-            size = 0
-            for chunk in response.iter_chunks():
-                digest.update(chunk)
-                size += len(chunk)
-                out.write(chunk)
-            got = digest.hexdigest()
+        with os.fdopen(fd, "r+b") as out:
+            got = maybe_ranges(files, record, out.fileno())
+            size = record["size"]
+            if got is None:
+                response = files.download(record["fileId"])
+                digest = hashlib.sha256()
+                size = 0
+                for chunk in response.iter_chunks():
+                    digest.update(chunk)
+                    size += len(chunk)
+                    out.write(chunk)
+                got = digest.hexdigest()
             if size != record["size"] or got != record["sha256"]:
                 raise AirlockError(
                     0,
@@ -92,7 +96,8 @@ def _receive(files: FileReader, record: FileRecord, temp: str) -> None:
             out.flush()
             os.fsync(out.fileno())
     except BaseException:
-        response.close()
+        if response is not None:
+            response.close()
         _remove(temp)
         raise
 

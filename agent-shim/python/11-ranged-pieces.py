@@ -1,0 +1,166 @@
+# ---------------------------------------------------------------------------------------------
+# Ranged downloads, their settings and their part files (as the Node shim's
+# download/parallel-settings.ts, parallel-pieces.ts and upload/part-file.ts): the same variables,
+# the same part file `.<name>.<sha256 first 16 hex>.airlock-part` guarded by a `.lock` holding
+# the pid, and the same `<part>.ranges` record, so that a run of either shim killed mid-way is
+# resumed by the next run of either.
+
+DEFAULT_DOWNLOAD_STREAMS = 4
+DEFAULT_PARALLEL_THRESHOLD = 16 * MiB
+MIN_DOWNLOAD_CHUNK = 64 * 1024  # the smallest range a knob may ask for (tests use it)
+PART_NAME_BYTES = 200  # of a file's name kept in its part file's name
+STALE_LOCK_S = 60
+
+
+def parallel_settings():
+    """(streams, threshold, chunk): AIRLOCK_DOWNLOAD_STREAMS (1-16; 1 turns ranges off),
+    AIRLOCK_PARALLEL_THRESHOLD and AIRLOCK_DOWNLOAD_CHUNK (bytes; None: default_chunk)."""
+    streams = integer_var("AIRLOCK_DOWNLOAD_STREAMS", DEFAULT_DOWNLOAD_STREAMS, 1, 16)
+    threshold = integer_var("AIRLOCK_PARALLEL_THRESHOLD", DEFAULT_PARALLEL_THRESHOLD, 1, 2 ** 50)
+    chunk = None
+    if os.environ.get("AIRLOCK_DOWNLOAD_CHUNK", "").strip():
+        chunk = integer_var("AIRLOCK_DOWNLOAD_CHUNK", MIN_DOWNLOAD_CHUNK, MIN_DOWNLOAD_CHUNK, 2 ** 40)
+    return streams, threshold, chunk
+
+
+def default_chunk(size, streams):
+    """Two ranges per stream, from 4 to 32 MiB: each range costs a request (on s3 two), and
+    ranges landing ahead of the hash are read back once it reaches them."""
+    return min(32 * MiB, max(4 * MiB, -(-size // (2 * streams))))
+
+
+class Piece(object):
+    """One byte range [start, end) of a ranged download, of which the first `got` are on disk."""
+
+    __slots__ = ("start", "end", "got")
+
+    def __init__(self, start, end, got):
+        self.start, self.end, self.got = start, end, got
+
+
+def open_part(directory, name, sha256):
+    """(path, lock): the resumable part file for `name`, or a temp file of this run only when
+    the name or hash is unknown or another live run holds that part file."""
+    if name is not None and sha256 is not None:
+        path = os.path.join(directory, ".%s.%s.airlock-part" % (truncate_utf8(name, PART_NAME_BYTES), sha256[:16]))
+        if take_lock(path + ".lock"):
+            return path, path + ".lock"
+    return temp_path(directory, ".airlock-", ".part"), None
+
+
+def take_lock(path):
+    """Claims a lock file for this process, taking over one whose process is gone."""
+    for _ in range(2):
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        except FileExistsError:
+            pass
+        except OSError:
+            return False
+        else:
+            with os.fdopen(fd, "w") as handle:
+                handle.write(str(os.getpid()))
+            return True
+        try:
+            with open(path) as handle:
+                text = handle.read().strip()
+        except OSError:
+            text = ""
+        pid = int(text) if re.fullmatch("[0-9]+", text) else 0
+        # An empty lock may be one another run has created but not yet written its pid into.
+        if pid <= 0 and not lock_is_old(path):
+            return False
+        if pid_alive(pid):
+            return False
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+    return False
+
+
+def lock_is_old(path):
+    try:
+        return time.time() - os.stat(path).st_mtime > STALE_LOCK_S
+    except OSError:
+        return True
+
+
+def pid_alive(pid):
+    if pid <= 0 or pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+        return True
+    except PermissionError:
+        return True
+    except OSError:
+        return False
+
+
+def ranges_path(part):
+    return part + ".ranges"
+
+
+def forget_ranges(part):
+    try:
+        os.unlink(ranges_path(part))
+    except OSError:
+        pass
+
+
+def record_piece(part, piece):
+    """Notes that all of a piece's bytes are on disk: one `<start> <end>` line."""
+    try:
+        with open(ranges_path(part), "a") as handle:
+            handle.write("%d %d\n" % (piece.start, piece.end))
+    except OSError as err:
+        raise fs_error("write", ranges_path(part), err)
+
+
+def plan_pieces(part, size, chunk):
+    """The pieces of a `size`-byte file in order: those the part file already holds (whole),
+    then the rest cut into `chunk`-byte pieces."""
+    pieces = []
+    at = 0
+    for start, end in held_ranges(part, size):
+        for first in range(at, start, chunk):
+            pieces.append(Piece(first, min(first + chunk, start), 0))
+        pieces.append(Piece(start, end, end - start))
+        at = end
+    for first in range(at, size, chunk):
+        pieces.append(Piece(first, min(first + chunk, size), 0))
+    return pieces
+
+
+def held_ranges(part, size):
+    """The ranges already on disk, sorted and disjoint: from the `.ranges` record when there is
+    one (a line that does not parse, overlaps, or passes `size` or the part file's end voids it
+    all), else the start a one-stream run left (none when the part is longer than the file)."""
+    try:
+        length = os.stat(part).st_size
+    except OSError:
+        length = 0
+    try:
+        with open(ranges_path(part), "rb") as handle:
+            text = handle.read().decode("utf-8", "replace")
+    except FileNotFoundError:
+        return [(0, length)] if 0 < length <= size else []
+    except OSError as err:
+        raise fs_error("read", ranges_path(part), err)
+    ranges = []
+    for line in text.split("\n"):
+        match = re.fullmatch(r"([0-9]+) ([0-9]+)", line)
+        if match:
+            ranges.append((int(match.group(1)), int(match.group(2))))
+        elif line != "":
+            return []
+    ranges.sort()
+    previous_end = 0
+    for start, end in ranges:
+        if start < previous_end or end <= start or end > min(size, length):
+            return []
+        previous_end = end
+    return ranges
+
+
