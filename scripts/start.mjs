@@ -17,6 +17,10 @@ const env = {
   WRANGLER_SEND_METRICS: "false",
   // No banner: its "update available" asks about the pinned wrangler (and its check calls out).
   WRANGLER_HIDE_BANNER: "true",
+  // No DevTools proxy unless asked for (AIRLOCK_DEVTOOLS=1): it posts an HTTP request to
+  // wrangler per 4 KiB of every subrequest body, and a large read-back from S3 ran workerd out
+  // of descriptors (docs/testing.md, "What wrangler dev does under load").
+  ...(process.env.AIRLOCK_DEVTOOLS === "1" ? {} : { VSCODE_INSPECTOR_OPTIONS: "{}" }),
 };
 const port = process.env.PORT || "8787";
 if (!/^\d+$/.test(port) || Number(port) < 1 || Number(port) > 65535) {
