@@ -7,6 +7,7 @@ import { withRetry } from "../transport/retry.js";
 import { etagSha256, refusal } from "./download-headers.js";
 import { getFollowing } from "./download-redirect.js";
 import type { DownloadSource } from "./download.js";
+import { drain, SinkWriteError } from "./body-sink.js";
 import { OrderedHash } from "./ordered-hash.js";
 import { forgetRanges, planPieces, recordPiece, type Piece } from "./parallel-pieces.js";
 import { defaultChunk, type ParallelSettings } from "./parallel-settings.js";
@@ -53,10 +54,13 @@ export async function rangedDownload(job: RangedJob): Promise<void> {
   };
   const stopped = () => failure !== undefined;
   const hash = new OrderedHash(file, pieces);
-  const grew = (piece: Piece, chunk: Buffer) => {
-    hash.landed(chunk, piece.start + piece.got);
-    piece.got += chunk.length;
-    progress.advance(chunk.length);
+  const grew = (piece: Piece, buffers: Buffer[], at: number) => {
+    for (const buffer of buffers) {
+      hash.landed(buffer, at);
+      at += buffer.length;
+      piece.got += buffer.length;
+      progress.advance(buffer.length);
+    }
     wake();
   };
   const missing = pieces.filter((piece) => piece.got < piece.end - piece.start);
@@ -117,7 +121,7 @@ async function fetchPiece(
   piece: Piece,
   file: FileHandle,
   active: Set<IncomingMessage>,
-  grew: (piece: Piece, chunk: Buffer) => void,
+  grew: (piece: Piece, buffers: Buffer[], at: number) => void,
 ): Promise<void> {
   const { source, sha256 } = job;
   const first = piece.start + piece.got;
@@ -127,15 +131,16 @@ async function fetchPiece(
   active.add(res);
   try {
     await checkAnswer(res, job, first, last);
-    for await (const chunk of res as AsyncIterable<Buffer>) {
-      const room = piece.end - (piece.start + piece.got);
+    let room = piece.end - first;
+    const take = (chunk: Buffer) => {
       if (chunk.length > room) throw rangeError(job, "more bytes than the range asked for");
-      await writeAt(file, chunk, piece.start + piece.got, job.partPath);
-      grew(piece, chunk);
-    }
+      room -= chunk.length;
+    };
+    await drain(res, file, first, take, (buffers, at) => grew(piece, buffers, at));
   } catch (err) {
     res.destroy();
     if (err instanceof CliError) throw err;
+    if (err instanceof SinkWriteError) throw fsError("write", job.partPath, err.cause);
     throw new NetworkError(err);
   } finally {
     active.delete(res);
@@ -178,16 +183,4 @@ function rangeError(job: RangedJob, what: string): CliError {
   return new CliError(
     `${service} ${what} during the ${action}; AIRLOCK_DOWNLOAD_STREAMS=1 downloads in one stream`,
   );
-}
-
-async function writeAt(file: FileHandle, chunk: Buffer, at: number, path: string): Promise<void> {
-  let written = 0;
-  while (written < chunk.length) {
-    const { bytesWritten } = await file
-      .write(chunk, written, chunk.length - written, at + written)
-      .catch((err: unknown) => {
-        throw fsError("write", path, err);
-      });
-    written += bytesWritten;
-  }
 }
