@@ -24,6 +24,8 @@ const MiB = 1024 * 1024;
 /** Sizes in MiB, 128 unless `BENCH_DOWNLOAD_MIB` (comma-separated) says otherwise. */
 const SIZES = (process.env.BENCH_DOWNLOAD_MIB ?? "128").split(",").map((n) => Number(n) * MiB);
 const RUNS = Number(process.env.BENCH_DOWNLOAD_RUNS ?? 3);
+/** Backends, both unless `BENCH_DOWNLOAD_BACKENDS` (comma-separated) says otherwise. */
+const BACKENDS = (process.env.BENCH_DOWNLOAD_BACKENDS ?? "s3,r2").split(",") as Array<"s3" | "r2">;
 const TARGET = 1.05;
 const run = promisify(execFile);
 
@@ -90,11 +92,18 @@ async function store(relay: RunningRelay, path: string): Promise<{ url: string; 
       timeout: 600_000,
     },
   );
-  const answer = await fetch(`${relay.url}/v1/uploads/${encodeURIComponent(uploadId)}/complete`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${session.token}` },
-  });
-  const text = await answer.text();
+  // Under load `wrangler dev` has answered a 503 ("Your worker restarted mid-request"): ask again.
+  let answer: Response;
+  let text: string;
+  for (let tries = 1; ; tries++) {
+    answer = await fetch(`${relay.url}/v1/uploads/${encodeURIComponent(uploadId)}/complete`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${session.token}` },
+    });
+    text = await answer.text();
+    if (answer.status !== 503 || tries === 3) break;
+    await new Promise((resolve) => setTimeout(resolve, 2000));
+  }
   if (answer.status !== 201) throw new Error(`complete: ${answer.status} ${text}`);
   const file = JSON.parse(text) as { url: string; status: string };
   if (file.status !== "verified") throw new Error(`the file is ${file.status}, not verified`);
@@ -185,7 +194,7 @@ try {
     const mib = size / MiB;
     const path = join(dir, "big.bin");
     const sha256 = await randomFile(path, size);
-    for (const storage of ["s3", "r2"] as const) {
+    for (const storage of BACKENDS) {
       const loadBefore = loadavg()[0]!;
       const s3 = storage === "s3" ? await startStrictS3() : undefined;
       const relay = await startRelay(s3 ? { storage, vars: s3Vars(s3) } : { storage });
