@@ -1,5 +1,6 @@
 import type { IncomingMessage } from "node:http";
 import type { FileHandle } from "node:fs/promises";
+import { finished } from "node:stream";
 
 /** Bytes gathered before one `writev`: few thread-pool round trips, little held in memory. */
 const BATCH_BYTES = 1024 * 1024;
@@ -21,7 +22,7 @@ export class SinkWriteError extends Error {
  * machinery cost more CPU than the hash. Memory stays flat: the response is paused while
  * 8 MiB wait on a write. Resolves with the bytes written once the body ended and all of them
  * are on disk; a write's failure rejects with `SinkWriteError`, the connection's with its own
- * error (one that ends without `end` with an `ECONNRESET`), once no write is under way. `onWritten` hears of each batch once
+ * error (one cut off before its end with `finished`'s), once no write is under way. `onWritten` hears of each batch once
  * it is on disk, with the position it went to (for a file opened to append: the bytes before it
  * that this call wrote).
  */
@@ -86,17 +87,14 @@ export function drain(
       if (writing === undefined && heldBytes >= BATCH_BYTES) flush();
       else if (heldBytes >= MAX_HELD_BYTES) res.pause();
     });
-    res.on("end", () => {
+    // `finished` also settles for a response that ended, failed or was cut off before this was
+    // called (the caller may await other things between the response's head and here).
+    finished(res, (err) => {
+      if (err) return fail(err);
       ended = true;
       if (failed || writing !== undefined) return;
       if (heldBytes > 0) flush();
       else resolve(written);
-    });
-    res.on("error", fail);
-    res.on("close", () => {
-      if (!ended) {
-        fail(Object.assign(new Error("the response ended early"), { code: "ECONNRESET" }));
-      }
     });
   });
 }
