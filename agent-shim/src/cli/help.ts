@@ -196,7 +196,9 @@ const ENVIRONMENT = `Environment
                          at least 8 MiB)
   AIRLOCK_DOWNLOAD_STREAMS
                          ranges get and pull fetch at once, 1-16
-                         (default 4; 1: one stream)
+                         (default 4; unset, the Node shim opens them
+                         once the first range shows they pay; 1: one
+                         stream)
   AIRLOCK_PARALLEL_THRESHOLD
                          bytes from which they fetch in ranges (default 16 MiB)
   AIRLOCK_DOWNLOAD_CHUNK bytes per range (default: two per stream, 4-32 MiB;

@@ -1,8 +1,6 @@
-import { createWriteStream } from "node:fs";
-import { rename, stat } from "node:fs/promises";
+import { open, rename, stat } from "node:fs/promises";
 import type { IncomingMessage } from "node:http";
 import { basename, dirname, join } from "node:path";
-import { pipeline } from "node:stream/promises";
 import type { RetryPolicy } from "../cli/config.js";
 import { DigestStream } from "../upload/digest.js";
 import {
@@ -16,6 +14,7 @@ import {
   type Expected,
   type Hint,
 } from "./download-headers.js";
+import { drain, SinkWriteError } from "./body-sink.js";
 import { getFollowing } from "./download-redirect.js";
 import { rangedDownload } from "./parallel-download.js";
 import { forgetRanges } from "./parallel-pieces.js";
@@ -224,14 +223,24 @@ async function receive(
 ): Promise<void> {
   const progress = new Progress(label, contentLength(res) ?? 0);
   try {
-    const out = createWriteStream(part.path, { flags: "a" });
-    await pipeline(res, part.meter(total, expected.against), progress.meter(), out).catch(
-      (err: unknown) => {
-        // A file-system error names its path; anything else not ours is the connection failing.
+    const out = await open(part.path, "a").catch((err: unknown) => {
+      throw fsError("write", path, err);
+    });
+    const take = (chunk: Buffer) => {
+      part.take(chunk, total, expected.against);
+      progress.advance(chunk.length);
+    };
+    try {
+      await drain(res, out, null, take).catch((err: unknown) => {
+        // A file-system error names the file; anything else not ours is the connection failing.
         if (err instanceof CliError) throw err;
-        throw hasPath(err) ? fsError("write", path, err) : new NetworkError(err);
-      },
-    );
+        throw err instanceof SinkWriteError
+          ? fsError("write", path, err.cause)
+          : new NetworkError(err);
+      });
+    } finally {
+      await out.close();
+    }
   } finally {
     progress.finish();
   }
@@ -248,8 +257,4 @@ async function place(temp: string, path: string, output: Output): Promise<string
   } catch (err) {
     throw err instanceof CliError ? err : fsError("write", path, err);
   }
-}
-
-function hasPath(err: unknown): boolean {
-  return typeof err === "object" && err !== null && "path" in err;
 }

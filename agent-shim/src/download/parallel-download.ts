@@ -7,9 +7,10 @@ import { withRetry } from "../transport/retry.js";
 import { etagSha256, refusal } from "./download-headers.js";
 import { getFollowing } from "./download-redirect.js";
 import type { DownloadSource } from "./download.js";
+import { drain, SinkWriteError } from "./body-sink.js";
 import { OrderedHash } from "./ordered-hash.js";
 import { forgetRanges, planPieces, recordPiece, type Piece } from "./parallel-pieces.js";
-import { defaultChunk, type ParallelSettings } from "./parallel-settings.js";
+import { PROBE, defaultChunk, splitPays, type ParallelSettings } from "./parallel-settings.js";
 
 /** A download the relay said it serves in ranges, of a size and SHA-256 known up front. */
 export interface RangedJob {
@@ -27,20 +28,27 @@ export interface RangedJob {
 }
 
 /**
- * Fetches a file in byte ranges over `settings.streams` connections at once, each range written
- * at its place in the part file and recorded beside it once whole (a killed run resumes with the
- * ranges not recorded), while the whole file's SHA-256 is computed in order as the bytes land.
- * Every range goes to the same URL as a single-stream download with `Range` and `If-Range`: the
- * relay answers it itself (r2, gzip stored, a share link with a byte budget, which counts each
- * range it sends) or with a redirect to a presigned GET of that range (s3). A retried range asks
- * only for the bytes it is missing. Resolves once the part file holds the verified file; on
- * failure the caller removes the part file, and this its list of ranges.
+ * Fetches a file in byte ranges over up to `settings.streams` connections at once, each range
+ * written at its place in the part file and recorded beside it once whole (a killed run resumes
+ * with the ranges not recorded), while the whole file's SHA-256 is computed in order as the bytes
+ * land. Every range goes to the same URL as a single-stream download with `Range` and `If-Range`:
+ * the relay answers it itself (r2, gzip stored, a share link with a byte budget, which counts
+ * each range it sends) or with a redirect to a presigned GET of that range (s3). A retried range
+ * asks only for the bytes it is missing. With `settings.adaptive` a fresh download starts with its
+ * first range on one stream, and only when that range shows more streams pay (`splitPays`) is the
+ * rest cut into ranges for them all; otherwise the rest is one more range on the same stream.
+ * Ranges never overlap, so a capped link counts each byte once. Resolves once the part file holds
+ * the verified file; on failure the caller removes the part file, and this its list of ranges.
  */
 export async function rangedDownload(job: RangedJob): Promise<void> {
   const { partPath, size } = job;
-  const { streams: count, chunk } = job.settings;
-  const pieces = await planPieces(partPath, size, chunk ?? defaultChunk(size, count));
-  const held = pieces.reduce((sum, piece) => sum + piece.got, 0);
+  const { streams: count, chunk: knob } = job.settings;
+  const chunk = knob ?? defaultChunk(size, count);
+  const planned = await planPieces(partPath, size, chunk);
+  const held = planned.reduce((sum, piece) => sum + piece.got, 0);
+  const adaptive = job.settings.adaptive && held === 0 && chunk < size;
+  // Adaptive: the first range, then the rest as one until the first range says otherwise.
+  const pieces = adaptive ? firstAndRest(size, chunk) : planned;
   const file = await openPart(partPath, held === 0);
   const progress = new Progress(job.label, size, held);
   const active = new Set<IncomingMessage>();
@@ -53,10 +61,13 @@ export async function rangedDownload(job: RangedJob): Promise<void> {
   };
   const stopped = () => failure !== undefined;
   const hash = new OrderedHash(file, pieces);
-  const grew = (piece: Piece, chunk: Buffer) => {
-    hash.landed(chunk, piece.start + piece.got);
-    piece.got += chunk.length;
-    progress.advance(chunk.length);
+  const grew = (piece: Piece, buffers: Buffer[], at: number) => {
+    for (const buffer of buffers) {
+      hash.landed(buffer, at);
+      at += buffer.length;
+      piece.got += buffer.length;
+      progress.advance(buffer.length);
+    }
     wake();
   };
   const missing = pieces.filter((piece) => piece.got < piece.end - piece.start);
@@ -65,22 +76,33 @@ export async function rangedDownload(job: RangedJob): Promise<void> {
     while (!stopped() && next < missing.length) {
       const piece = missing[next++]!;
       await withRetry(job.policy, job.source.target, () =>
-        fetchPiece(job, piece, file, active, grew),
+        fetchPiece(job, piece, file, active, grew, probe),
       );
       if (stopped()) return;
       await recordPiece(partPath, piece);
     }
   };
-  const streams = Array.from({ length: Math.min(job.settings.streams, missing.length) }, () =>
-    stream().catch(fail),
-  );
+  const runs: Array<Promise<void>> = [];
+  const start = (streams: number) => {
+    for (let i = 0; i < streams; i++) runs.push(stream().catch(fail));
+  };
+  const probe = adaptive
+    ? watchFirst(pieces[0]!, size, () => {
+        // The rest, not yet begun (the one stream is still on the first range), cut for them all.
+        const rest = planRest(pieces[0]!.end, size, chunk);
+        pieces.splice(1, pieces.length - 1, ...rest);
+        missing.splice(next, missing.length - next, ...rest);
+        start(Math.min(count - 1, rest.length));
+      })
+    : undefined;
+  start(adaptive ? 1 : Math.min(count, missing.length));
   const progressed = () => new Promise<void>((resolve) => (wake = resolve));
   const digest = hash.digest(progressed, stopped).catch((err: unknown) => {
     fail(fsError("read", partPath, err));
     return undefined;
   });
   try {
-    await Promise.all(streams);
+    for (let i = 0; i < runs.length; i++) await runs[i]; // More may start while waiting.
     const sha256 = await digest;
     if (failure !== undefined) throw failure;
     if (sha256 !== job.sha256) throw job.corrupt();
@@ -92,6 +114,52 @@ export async function rangedDownload(job: RangedJob): Promise<void> {
     await file.close();
   }
   await forgetRanges(partPath);
+}
+
+/** A fresh download's first range, `chunk` bytes, and the rest of the file as one more. */
+function firstAndRest(size: number, chunk: number): Piece[] {
+  return [
+    { start: 0, end: chunk, got: 0 },
+    { start: chunk, end: size, got: 0 },
+  ];
+}
+
+/** `[from, size)` in `chunk`-byte ranges. */
+function planRest(from: number, size: number, chunk: number): Piece[] {
+  const pieces: Piece[] = [];
+  for (let at = from; at < size; at += chunk) {
+    pieces.push({ start: at, end: Math.min(at + chunk, size), got: 0 });
+  }
+  return pieces;
+}
+
+/** Hears the bytes that arrive for a range (before they are written). */
+type Probe = (piece: Piece, bytes: number) => void;
+
+/**
+ * Watches the first range's bytes as they arrive, from its first chunk on, for `PROBE` (bytes
+ * or time, whichever comes first), then calls `split` once if `splitPays`. Decided once: a
+ * first range that ends before the watch does was fast, and the rest stays one range.
+ */
+function watchFirst(first: Piece, size: number, split: () => void): Probe {
+  let decided = false;
+  let since: number | undefined;
+  let bytes = 0;
+  let arrived = 0;
+  return (piece, length) => {
+    if (decided || piece !== first) return;
+    arrived += length;
+    const now = performance.now();
+    if (since === undefined) {
+      since = now;
+      return;
+    }
+    bytes += length;
+    const ms = now - since;
+    if (bytes < PROBE.bytes && ms < PROBE.ms) return;
+    decided = true;
+    if (splitPays(bytes, ms, size - arrived)) split();
+  };
 }
 
 /** The part file, opened for writes at any offset; emptied when none of its bytes are kept. */
@@ -117,7 +185,8 @@ async function fetchPiece(
   piece: Piece,
   file: FileHandle,
   active: Set<IncomingMessage>,
-  grew: (piece: Piece, chunk: Buffer) => void,
+  grew: (piece: Piece, buffers: Buffer[], at: number) => void,
+  probe: Probe | undefined,
 ): Promise<void> {
   const { source, sha256 } = job;
   const first = piece.start + piece.got;
@@ -127,15 +196,17 @@ async function fetchPiece(
   active.add(res);
   try {
     await checkAnswer(res, job, first, last);
-    for await (const chunk of res as AsyncIterable<Buffer>) {
-      const room = piece.end - (piece.start + piece.got);
+    let room = piece.end - first;
+    const take = (chunk: Buffer) => {
       if (chunk.length > room) throw rangeError(job, "more bytes than the range asked for");
-      await writeAt(file, chunk, piece.start + piece.got, job.partPath);
-      grew(piece, chunk);
-    }
+      room -= chunk.length;
+      probe?.(piece, chunk.length);
+    };
+    await drain(res, file, first, take, (buffers, at) => grew(piece, buffers, at));
   } catch (err) {
     res.destroy();
     if (err instanceof CliError) throw err;
+    if (err instanceof SinkWriteError) throw fsError("write", job.partPath, err.cause);
     throw new NetworkError(err);
   } finally {
     active.delete(res);
@@ -178,16 +249,4 @@ function rangeError(job: RangedJob, what: string): CliError {
   return new CliError(
     `${service} ${what} during the ${action}; AIRLOCK_DOWNLOAD_STREAMS=1 downloads in one stream`,
   );
-}
-
-async function writeAt(file: FileHandle, chunk: Buffer, at: number, path: string): Promise<void> {
-  let written = 0;
-  while (written < chunk.length) {
-    const { bytesWritten } = await file
-      .write(chunk, written, chunk.length - written, at + written)
-      .catch((err: unknown) => {
-        throw fsError("write", path, err);
-      });
-    written += bytesWritten;
-  }
 }

@@ -23,6 +23,11 @@ type Env = Record<string, string | undefined>;
 /** How a large download is split: streams at once, the size from which it splits, range size. */
 export interface ParallelSettings {
   streams: number;
+  /**
+   * Whether the streams are opened only when the first range shows they pay (see `splitPays`);
+   * false when AIRLOCK_DOWNLOAD_STREAMS names a number: then they all start at once.
+   */
+  adaptive: boolean;
   threshold: number;
   /** Bytes per range; undefined: `defaultChunk` of the file's size. */
   chunk: number | undefined;
@@ -35,6 +40,7 @@ export interface ParallelSettings {
 export function parallelSettings(env: Env = process.env): ParallelSettings {
   return {
     streams: integerVar(env, "AIRLOCK_DOWNLOAD_STREAMS", DEFAULT_DOWNLOAD_STREAMS, 1, 16),
+    adaptive: !env.AIRLOCK_DOWNLOAD_STREAMS?.trim(),
     threshold: integerVar(
       env,
       "AIRLOCK_PARALLEL_THRESHOLD",
@@ -51,4 +57,25 @@ export function parallelSettings(env: Env = process.env): ParallelSettings {
 /** Whether a file of `size` bytes (unknown: undefined) may download in ranges. */
 export function mayRange(settings: ParallelSettings, size: number | undefined): boolean {
   return settings.streams > 1 && (size === undefined || size >= settings.threshold);
+}
+
+/** How long the first range is watched before deciding whether more streams pay. */
+export const PROBE = { bytes: 4 * 1024 * 1024, ms: 300 };
+/**
+ * A stream already this fast is left alone: on loopback, or a link near the host, one stream
+ * goes as fast as the two ends can move bytes, and every extra range costs a request (on s3 two)
+ * and a read-back for the in-order hash. Parallel streams pay where one TCP stream is held back
+ * by latency and loss (by the Mathis bound, 2-3 MB/s at 80 ms and 0.01 % loss).
+ */
+export const SPLIT_BELOW_BYTES_PER_SECOND = 16 * 1024 * 1024;
+/** Nor is a download that one stream finishes within this long: a request costs a round trip. */
+export const SPLIT_AFTER_SECONDS = 1;
+
+/**
+ * Whether to open more streams, from the first range: `bytes` arrived in the `ms` after its
+ * first chunk, `remaining` bytes of the file not yet arrived.
+ */
+export function splitPays(bytes: number, ms: number, remaining: number): boolean {
+  const rate = (bytes * 1000) / Math.max(ms, 1);
+  return rate < SPLIT_BELOW_BYTES_PER_SECOND && remaining / rate > SPLIT_AFTER_SECONDS;
 }

@@ -2,7 +2,6 @@ import { createHash, type Hash } from "node:crypto";
 import { createReadStream } from "node:fs";
 import { readFile, rm, stat, truncate, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { Transform, type TransformCallback } from "node:stream";
 import { errorCode, fsError } from "../cli/errors.js";
 import { releaseTemp, tempPath } from "./temp-files.js";
 
@@ -70,18 +69,13 @@ export class PartFile {
   }
 
   /**
-   * A pass-through stream that hashes and counts what it appends, failing with `tooMany()` as soon
-   * as there are more than `total` bytes in all.
+   * Hashes and counts a chunk about to be appended, throwing `tooMany()` (before counting it)
+   * when it would make more than `total` bytes in all.
    */
-  meter(total: number | undefined, tooMany: () => Error): Transform {
-    return new Transform({
-      transform: (chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback) => {
-        if (total !== undefined && this.bytes + chunk.length > total) return callback(tooMany());
-        this.bytes += chunk.length;
-        this.hash.update(chunk);
-        callback(null, chunk);
-      },
-    });
+  take(chunk: Buffer, total: number | undefined, tooMany: () => Error): void {
+    if (total !== undefined && this.bytes + chunk.length > total) throw tooMany();
+    this.bytes += chunk.length;
+    this.hash.update(chunk);
   }
 
   /** The hex SHA-256 of the bytes so far (the running hash stays usable). */

@@ -1,0 +1,100 @@
+import type { IncomingMessage } from "node:http";
+import type { FileHandle } from "node:fs/promises";
+import { finished } from "node:stream";
+
+/** Bytes gathered before one `writev`: few thread-pool round trips, little held in memory. */
+const BATCH_BYTES = 1024 * 1024;
+/** Bytes held while a write is under way before the response is paused. */
+const MAX_HELD_BYTES = 8 * BATCH_BYTES;
+
+/** Where `drain` failed: the response (the connection) or the file. */
+export class SinkWriteError extends Error {
+  constructor(override readonly cause: unknown) {
+    super("write failed", { cause });
+  }
+}
+
+/**
+ * Writes a response's body into `file` from `position` (null: at the end of a file opened for
+ * appending), calling `take` on each chunk before it is written (to hash, count and show it;
+ * what it throws ends the transfer and is rethrown). One `data` listener and `writev` of about
+ * 1 MiB at a time, not a pipeline of streams per chunk: on loopback the per-chunk stream
+ * machinery cost more CPU than the hash. Memory stays flat: the response is paused while
+ * 8 MiB wait on a write. Resolves with the bytes written once the body ended and all of them
+ * are on disk; a write's failure rejects with `SinkWriteError`, the connection's with its own
+ * error (one cut off before its end with `finished`'s), once no write is under way. `onWritten` hears of each batch once
+ * it is on disk, with the position it went to (for a file opened to append: the bytes before it
+ * that this call wrote).
+ */
+export function drain(
+  res: IncomingMessage,
+  file: FileHandle,
+  position: number | null,
+  take: (chunk: Buffer) => void,
+  onWritten?: (buffers: Buffer[], at: number) => void,
+): Promise<number> {
+  return new Promise((resolve, reject) => {
+    let held: Buffer[] = [];
+    let heldBytes = 0;
+    let written = 0;
+    let writing: Promise<void> | undefined;
+    let ended = false;
+    let failed = false;
+    // Settles only once no write is under way: a retry must not race this call's last write.
+    const fail = (err: unknown) => {
+      if (failed) return;
+      failed = true;
+      res.destroy();
+      const pending = writing;
+      if (pending === undefined) reject(err);
+      else void pending.finally(() => reject(err));
+    };
+    const flush = () => {
+      const buffers = held;
+      const bytes = heldBytes;
+      const at = position === null ? undefined : position + written;
+      held = [];
+      heldBytes = 0;
+      writing = (async () => {
+        try {
+          const { bytesWritten } = await file.writev(buffers, at);
+          if (bytesWritten !== bytes) throw new Error(`wrote ${bytesWritten} of ${bytes} bytes`);
+        } catch (err) {
+          return fail(new SinkWriteError(err));
+        }
+        written += bytes;
+        writing = undefined;
+        try {
+          onWritten?.(buffers, at ?? written - bytes);
+        } catch (err) {
+          return fail(err);
+        }
+        if (failed) return;
+        if (heldBytes >= BATCH_BYTES || (ended && heldBytes > 0)) return flush();
+        if (ended) return resolve(written);
+        if (res.isPaused()) res.resume();
+      })();
+    };
+    res.on("data", (chunk: Buffer) => {
+      if (failed) return;
+      try {
+        take(chunk);
+      } catch (err) {
+        return fail(err);
+      }
+      held.push(chunk);
+      heldBytes += chunk.length;
+      if (writing === undefined && heldBytes >= BATCH_BYTES) flush();
+      else if (heldBytes >= MAX_HELD_BYTES) res.pause();
+    });
+    // `finished` also settles for a response that ended, failed or was cut off before this was
+    // called (the caller may await other things between the response's head and here).
+    finished(res, (err) => {
+      if (err) return fail(err);
+      ended = true;
+      if (failed || writing !== undefined) return;
+      if (heldBytes > 0) flush();
+      else resolve(written);
+    });
+  });
+}
