@@ -99,9 +99,18 @@ function gaps(store: Exchange[], t0: number): void {
   const first = spans[0]![0] - t0;
   const last = reach - t0;
   const mean = puts.reduce((sum, e) => sum + (e.end - e.requestStart), 0) / puts.length;
+  // Per connection: the time from one PUT's answer to the next PUT on it (a slot left idle).
+  let slotIdle = 0;
+  const byConnection = new Map<number, Exchange[]>();
+  for (const e of puts)
+    byConnection.set(e.connection, [...(byConnection.get(e.connection) ?? []), e]);
+  for (const list of byConnection.values()) {
+    for (let i = 1; i < list.length; i++) slotIdle += list[i]!.requestStart - list[i - 1]!.end;
+  }
   console.log(
     `\npart PUTs: ${puts.length}, first byte ${first.toFixed(0)} ms, last end ${last.toFixed(0)} ms, ` +
-      `mean PUT ${mean.toFixed(0)} ms, store idle between parts ${idle.toFixed(0)} ms`,
+      `mean PUT ${mean.toFixed(0)} ms, store idle between parts ${idle.toFixed(0)} ms, ` +
+      `connections idle between their PUTs ${slotIdle.toFixed(0)} ms in all`,
   );
 }
 
