@@ -54,15 +54,26 @@ async function main(): Promise<void> {
       storeProxy.clear();
       const session = { url: relayProxy.url, token };
       const load = loadavg()[0]!.toFixed(1);
+      // Node's own start, beside it: the floor under anything the shim does before its first byte.
+      const bare: number[] = [];
+      for (let i = 0; i < 3; i++) {
+        const t = performance.now();
+        await runNode(["-e", "0"], process.env);
+        bare.push(performance.now() - t);
+      }
       const spawned = performance.now();
       const prof = values.prof ? ["--cpu-prof", `--cpu-prof-dir=${values.prof}`] : [];
-      const exited = await runShim([...prof, values.shim], file.path, shimEnv(session, work));
+      const exited = await runNode(
+        [...prof, values.shim, "send", file.path, "--json"],
+        shimEnv(session, work),
+      );
       const wall = performance.now() - spawned;
       const all = [...relayProxy.exchanges(), ...storeProxy.exchanges()].sort(
         (a, b) => a.requestStart - b.requestStart,
       );
       console.log(
-        `\nrun ${run}: ${values.mib} MiB, exit ${exited.code}, wall ${wall.toFixed(0)} ms, load ${load}`,
+        `\nrun ${run}: ${values.mib} MiB, exit ${exited.code}, wall ${wall.toFixed(0)} ms, load ${load}; ` +
+          `\`node -e 0\` ${bare.map((ms) => ms.toFixed(0)).join(", ")} ms`,
       );
       if (exited.code !== 0) console.log(exited.stderr.slice(0, 2000));
       console.log("| who | conn | request | start | answer | end | up |");
@@ -114,13 +125,13 @@ function gaps(store: Exchange[], t0: number): void {
   );
 }
 
-function runShim(
-  shim: string[],
-  path: string,
+/** `node <args>` to its exit, with its stderr. */
+function runNode(
+  args: string[],
   env: NodeJS.ProcessEnv,
 ): Promise<{ code: number | null; stderr: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [...shim, "send", path, "--json"], { env });
+    const child = spawn(process.execPath, args, { env });
     let stderr = "";
     child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
     child.stdout.resume();
