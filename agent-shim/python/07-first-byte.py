@@ -9,8 +9,8 @@ def send_from_first_byte(sender, path, name, size, mtime, content_type):
     saved = states.load(key)
     if saved is not None and saved.get("sha256") != "":
         return None
-    whole = Background(lambda: whole_digest(path))
     upload = None
+    first = None
     if saved is not None:
         try:
             state = relay.upload_state(saved["uploadId"], name)
@@ -25,24 +25,50 @@ def send_from_first_byte(sender, path, name, size, mtime, content_type):
         if upload is None:
             states.remove(key)
     if upload is None:
+        # Part 1's digest goes with the declare, whose answer then signs it: one round trip.
+        first = part_digest(path, 0, min(part_size_for(size), size))
         declaration = {"name": name, "size": size, "contentType": content_type, "encoding": "identity"}
         declaration["hashAtComplete"] = True
-        try:
-            answer = relay.declare(declaration)
-        except RefusalError as err:
-            if err.body.get("code") == "invalid_request":
-                return None
-            raise
-        if answer["status"] != "multipart" or not isinstance(answer.get("missing"), list):
+        answer = declare_deferred(relay, declaration, [{"partNumber": 1, "sha256": first}])
+        if answer is None or answer["status"] != "multipart" or not isinstance(answer.get("missing"), list):
             return None
         upload = answer
         entry = dict(key)
         entry.update({"sha256": "", "encoding": "identity", "storedSize": size, "storedSha256": ""})
         entry.update({"partSize": part_size_for(size), "uploadId": answer["uploadId"], "createdAt": now_iso()})
         states.save(entry)
-    record, uploaded = FirstByteParts(sender, path, name, size, upload).send(whole, mtime)
+    whole = Background(lambda: whole_digest(path))
+    parts = FirstByteParts(sender, path, name, size, upload)
+    if first is not None:
+        parts.digests[0] = first
+    record, uploaded = parts.send(whole, mtime)
     states.remove(key)
     return result_of(record, bool(record.get("deduped")), uploaded)
+
+
+def declare_deferred(relay, declaration, parts):
+    """The answer to a declare without hashes, with the first parts' digests (a relay that
+    takes the declare but not the digests gets it again without them); None from a relay that
+    takes neither."""
+    for body in (dict(declaration, parts=parts), declaration):
+        try:
+            return relay.declare(body)
+        except RefusalError as err:
+            if err.body.get("code") != "invalid_request":
+                raise
+    return None
+
+
+def part_digest(path, start, length):
+    """The SHA-256 of `length` bytes of the file from `start`."""
+    part = hashlib.sha256()
+    got = 0
+    for chunk in read_chunks(path, start, length):
+        part.update(chunk)
+        got += len(chunk)
+    if got != length:
+        raise changed_while_sending(path)
+    return part.hexdigest()
 
 
 def whole_digest(path):
@@ -64,6 +90,8 @@ class FirstByteParts(object):
             raise CliError("relay planned the parts of %s differently than airlock did" % name)
         self.upload_id = upload["uploadId"]
         self.missing = upload["missing"]
+        # Parts the declare signed already (with the digest it carried).
+        self.signed = dict((p.get("partNumber"), p.get("put")) for p in upload.get("parts") or [])
         self.digests = [None] * self.count
         self.turn = threading.Lock()
 
@@ -98,17 +126,13 @@ class FirstByteParts(object):
             if self.digests[number - 1] is None:
                 start = (number - 1) * self.part_size
                 length = min(self.part_size, self.size - start)
-                part = hashlib.sha256()
-                got = 0
-                for chunk in read_chunks(self.path, start, length):
-                    part.update(chunk)
-                    got += len(chunk)
-                if got != length:
-                    raise changed_while_sending(self.path)
-                self.digests[number - 1] = part.hexdigest()
+                self.digests[number - 1] = part_digest(self.path, start, length)
             return self.digests[number - 1]
 
     def sign(self, number, sha256):
+        known = self.signed.pop(number, None)
+        if known is not None:
+            return known
         path = "/v1/uploads/%s/parts" % quote(self.upload_id, safe="")
         body = {"parts": [{"partNumber": number, "sha256": sha256}]}
         answer = self.sender.relay.call("POST", path, "upload of " + self.name, body)

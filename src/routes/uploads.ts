@@ -39,6 +39,7 @@ export const uploads = new Hono<AppEnv>()
       storedSize: "storedSize" in body ? body.storedSize : undefined,
       encoding: body.encoding,
       hashAtComplete: deferred,
+      signedParts: "parts" in body ? body.parts?.length : undefined,
       durationMs: since(started),
     });
     return c.json(result, result.status === "missing" ? 200 : 201);

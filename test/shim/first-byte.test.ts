@@ -56,9 +56,10 @@ describe.each(["node", "python"] as const)("%s shim: send from the first byte", 
     const declared = (await loggedEvents(suite.relay)).filter(
       (e) => e.event === "upload_declared" && e.sessionId === sessionId,
     );
-    expect(declared.map((e) => [e.hashAtComplete, e.outcome])).toEqual([
-      [true, "multipart"],
-      [true, "multipart"],
+    // Each declare carried part 1's digest, so its answer signed part 1.
+    expect(declared.map((e) => [e.hashAtComplete, e.outcome, e.signedParts])).toEqual([
+      [true, "multipart", 1],
+      [true, "multipart", 1],
     ]);
     const files = (await suite.api(token, "GET", "/v1/files")).body.files as { sha256: string }[];
     expect(files.map((f) => f.sha256)).toEqual([sha256(bytes), sha256(bytes)]);

@@ -23,6 +23,8 @@ export interface HashAtCompleteDeclaration {
   contentType: string;
   encoding: "identity";
   hashAtComplete: true;
+  /** The first parts' digests, when known: the answer then carries their signed PUTs. */
+  parts?: { partNumber: number; sha256: string }[];
 }
 
 /** `POST /v1/requests`: what an upload link takes. */

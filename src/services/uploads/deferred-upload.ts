@@ -11,7 +11,7 @@ import {
 import type { Deps } from "../../deps";
 import { AppError } from "../../errors";
 import { newId } from "../../ids";
-import { partCount, partLength, partSizeFor } from "../../part-plan";
+import { partSizeFor } from "../../part-plan";
 import { deferredUploadKey } from "../../storage";
 import type { MultipartAnswer, PartUpload } from "../../wire-types";
 import { toFileRecord, type FileRecord } from "../file-record";
@@ -25,6 +25,7 @@ import {
   type MultipartUpload,
 } from "./multipart-upload";
 import { rejectUpload } from "./reject-upload";
+import { checkPartNumbers, partDigests, signPartDigests } from "./signed-parts";
 
 /**
  * `POST /v1/uploads` with `hashAtComplete: true` and no hashes: a large file sent from its
@@ -39,6 +40,8 @@ export const deferredDeclareBody = z
     contentType: mediaType.optional(),
     encoding: z.literal("identity").optional(),
     hashAtComplete: z.literal(true),
+    /** The first parts' digests, when known: their signed PUTs come with the answer. */
+    parts: partDigests.optional(),
   })
   .strict();
 
@@ -50,14 +53,7 @@ export function asksHashAtComplete(body: unknown): boolean {
 export type DeferredDeclareBody = z.infer<typeof deferredDeclareBody>;
 
 /** `POST /v1/uploads/:id/parts`: the parts to sign, each with the SHA-256 of its bytes. */
-export const partsBody = z
-  .object({
-    parts: z
-      .array(z.object({ partNumber: z.number().int(), sha256: sha256Hex }).strict())
-      .min(1)
-      .max(100),
-  })
-  .strict();
+export const partsBody = z.object({ parts: partDigests }).strict();
 
 /** `POST /v1/uploads/:id/complete`'s optional body: the whole file's SHA-256. */
 export const completeBody = z.object({ sha256: sha256Hex.optional() }).strict();
@@ -85,6 +81,7 @@ export async function declareDeferred(
   const declared = { size: body.size, encoding: "identity" as const, storedSize: body.size };
   const refusal = storedBytesRefusal(deps, declared, partSize);
   if (refusal) throw refusal;
+  if (body.parts) checkPartNumbers(body.parts, body.size, partSize);
   const id = newId("upl");
   const storedKey = deferredUploadKey(id);
   const storeUploadId = await deps.store.createMultipartUpload(storedKey);
@@ -110,7 +107,9 @@ export async function declareDeferred(
     await deps.store.abortMultipartUpload(multipartTarget(upload));
     throw quotaExceeded(body.size);
   }
-  return multipartAnswer(deps, upload, missingParts(upload, []), origin);
+  const answer = await multipartAnswer(deps, upload, missingParts(upload, []), origin);
+  if (body.parts) answer.parts = await signPartDigests(deps, upload, body.parts, origin);
+  return answer;
 }
 
 /** Signed PUTs for parts of a deferred upload, each bound to the SHA-256 its sender gives. */
@@ -134,26 +133,7 @@ export async function signDeferredParts(
   if (upload.expiresAt <= deps.now()) {
     throw new AppError("upload_expired", `renew it first (GET /v1/uploads/${upload.id})`);
   }
-  const { partSize, storeUploadId } = upload.multipart;
-  const count = partCount(upload.storedSize, partSize);
-  const target = { uploadId: upload.id, storeUploadId, key: upload.storedKey };
-  const signed = await Promise.all(
-    parts.map(async ({ partNumber, sha256 }) => {
-      if (partNumber < 1 || partNumber > count) {
-        throw new AppError("invalid_request", `this upload has parts 1 to ${count}`);
-      }
-      const put = await deps.store.createPartUploadUrl({
-        target,
-        partNumber,
-        size: partLength(upload.storedSize, partSize, partNumber),
-        sha256Hex: sha256,
-        expiresAt: upload.expiresAt,
-        relayOrigin: origin,
-      });
-      return { partNumber, put };
-    }),
-  );
-  return { parts: signed };
+  return { parts: await signPartDigests(deps, upload, parts, origin) };
 }
 
 /**

@@ -1,0 +1,53 @@
+import { z } from "zod";
+import type { Deps } from "../../deps";
+import { AppError } from "../../errors";
+import { partCount, partLength } from "../../part-plan";
+import type { PartUpload } from "../../wire-types";
+import { sha256Hex } from "../validation";
+import type { MultipartUpload } from "./multipart-upload";
+
+/**
+ * Parts to sign, each with the SHA-256 of its bytes: the body of `POST /v1/uploads/:id/parts`,
+ * and what a declare with `hashAtComplete` may carry for its first parts (docs/api.md).
+ */
+export const partDigests = z
+  .array(z.object({ partNumber: z.number().int(), sha256: sha256Hex }).strict())
+  .min(1)
+  .max(100);
+
+export type PartDigest = z.infer<typeof partDigests>[number];
+
+/** Refuses part numbers outside 1..count for an upload of `storedSize` bytes cut at `partSize`. */
+export function checkPartNumbers(parts: PartDigest[], storedSize: number, partSize: number): void {
+  const count = partCount(storedSize, partSize);
+  for (const { partNumber } of parts) {
+    if (partNumber < 1 || partNumber > count) {
+      throw new AppError("invalid_request", `this upload has parts 1 to ${count}`);
+    }
+  }
+}
+
+/** Signed PUTs for `parts` of a deferred upload, each bound to the digest its sender gave. */
+export async function signPartDigests(
+  deps: Deps,
+  upload: MultipartUpload,
+  parts: PartDigest[],
+  origin: string,
+): Promise<PartUpload[]> {
+  const { partSize, storeUploadId } = upload.multipart;
+  checkPartNumbers(parts, upload.storedSize, partSize);
+  const target = { uploadId: upload.id, storeUploadId, key: upload.storedKey };
+  return Promise.all(
+    parts.map(async ({ partNumber, sha256 }) => ({
+      partNumber,
+      put: await deps.store.createPartUploadUrl({
+        target,
+        partNumber,
+        size: partLength(upload.storedSize, partSize, partNumber),
+        sha256Hex: sha256,
+        expiresAt: upload.expiresAt,
+        relayOrigin: origin,
+      }),
+    })),
+  );
+}
