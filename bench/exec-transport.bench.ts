@@ -8,7 +8,6 @@
  * figure is the median of the runs; ratios are of figures measured in this same run.
  * Prints a markdown report.
  */
-import { spawn } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
 import { createReadStream, createWriteStream } from "node:fs";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
@@ -23,10 +22,9 @@ import {
   pushLocalFile,
   pushStream,
   shellQuote,
-  sshExec,
-  type ExecAdapter,
 } from "../sdk/src/node";
-import { startSshd, type TestSshd } from "../test/sdk/sshd";
+import { startSshd } from "../test/sdk/sshd";
+import { hopOf, remote, remotePath, scp, SCP_LEGACY, type Hop } from "./exec-transport/hop";
 
 const MiB = 1024 * 1024;
 const SIZE = 16 * MiB;
@@ -41,78 +39,7 @@ let CLEAN_SHELL = ["-o", "SetEnv=SHLVL=1"];
 
 const sha256 = (bytes: Uint8Array) => createHash("sha256").update(bytes).digest("hex");
 
-/** Runs a local command to its end; rejects on a non-zero exit. Returns stdout. */
-function run(command: string, args: string[], stdin?: Uint8Array): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { stdio: ["pipe", "pipe", "pipe"] });
-    const out: Buffer[] = [];
-    let err = "";
-    child.stdout.on("data", (chunk: Buffer) => out.push(chunk));
-    child.stderr.on("data", (chunk: Buffer) => (err += chunk.toString()));
-    child.once("error", reject);
-    child.once("close", (code) =>
-      code === 0
-        ? resolve(Buffer.concat(out))
-        : reject(new Error(`${command} exited ${code}: ${err.trim()}`)),
-    );
-    child.stdin.end(stdin);
-  });
-}
-
-interface Hop {
-  sshd: TestSshd;
-  exec: ExecAdapter;
-  /** ssh options shared by ssh and scp: the same key and ControlMaster socket. */
-  common: string[];
-  target: string;
-}
-
-function hopOf(sshd: TestSshd): Hop {
-  const common = [
-    "-o",
-    "BatchMode=yes",
-    "-i",
-    sshd.identityFile,
-    "-o",
-    "ControlMaster=auto",
-    "-o",
-    `ControlPath=${sshd.controlPath}`,
-    "-o",
-    "ControlPersist=60s",
-    ...sshd.sshArgs,
-    ...CLEAN_SHELL,
-  ];
-  const exec = sshExec({
-    host: sshd.host,
-    user: sshd.user,
-    port: sshd.port,
-    identityFile: sshd.identityFile,
-    controlPath: sshd.controlPath,
-    sshArgs: [...sshd.sshArgs, ...CLEAN_SHELL],
-  });
-  return { sshd, exec, common, target: `${sshd.user}@${sshd.host}` };
-}
-
-/** One remote shell command over the hop, as a framework's exec tool runs it. */
-function remote(hop: Hop, command: string): Promise<Buffer> {
-  return run("ssh", ["-T", ...hop.common, "-p", String(hop.sshd.port), hop.target, command]);
-}
-
 /** Moves the file; may return how the bytes went (the exec transport's encoding). */
-/**
- * scp's legacy protocol: a remote `scp` started through the account's shell, as every exec
- * transport command is (plain scp speaks SFTP to the test sshd's in-process internal-sftp, so
- * it starts no process in the sandbox at all). Shown for reference; the targets are plain scp's.
- */
-const SCP_LEGACY = "scp -O (legacy protocol, a remote scp process)";
-
-/** scp over the hop's ControlMaster, from `source` to `target` (one of them `remotePath`'s). */
-async function scp(hop: Hop, flags: string[], source: string, target: string): Promise<void> {
-  await run("scp", [...flags, "-q", ...hop.common, "-P", String(hop.sshd.port), source, target]);
-}
-
-const remotePath = (hop: Hop, path: string) => `${hop.target}:${path}`;
-
 type Method = (hop: Hop, local: string, sandbox: string, sum: string) => Promise<string | void>;
 
 const PUSH: Record<string, Method> = {
@@ -248,7 +175,7 @@ async function main(): Promise<void> {
   const out: string[] = [];
   let allMet = true;
   try {
-    const hop = hopOf(sshd);
+    const hop = hopOf(sshd, CLEAN_SHELL);
     await remote(hop, "true"); // opens the ControlMaster connection every method then shares
     out.push(
       "# Exec transport over SSH (127.0.0.1, one ControlMaster connection)",

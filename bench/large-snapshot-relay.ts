@@ -14,7 +14,14 @@ import { startRelay, type RunningRelay } from "../test/support/relay";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 /** What `wrangler dev` builds the Worker from and configures it with. */
-const BUILT_FROM = ["src", "migrations", "wrangler.toml", "package.json", "tsconfig.json"];
+const BUILT_FROM = [
+  "src",
+  "agent-shim",
+  "migrations",
+  "wrangler.toml",
+  "package.json",
+  "tsconfig.json",
+];
 
 export async function startSnapshotRelay(vars: Record<string, string> = {}): Promise<RunningRelay> {
   const dir = await mkdtemp(join(tmpdir(), "airlock-relay-snapshot-"));

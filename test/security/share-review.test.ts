@@ -1,15 +1,13 @@
 import { createHash, randomBytes } from "node:crypto";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
-import http from "node:http";
-import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { S3Http } from "../../src/storage/s3-http";
 import { startStrictS3, type StrictS3 } from "../fixtures/s3/strict-s3";
 import { prepareShim, relayEnv, runShim } from "../shim/run-shim";
 import { startRelay, type RunningRelay } from "../support/relay";
 import { s3Vars } from "../support/s3-vars";
+import { type IfRangeStore, startIfRangeStore } from "./if-range-store";
 
 /**
  * Share links and file routes attacked by a link holder and by a sibling session, against
@@ -21,60 +19,6 @@ import { s3Vars } from "../support/s3-vars";
 const sha256 = (bytes: Uint8Array) => createHash("sha256").update(bytes).digest("hex");
 const BROWSER = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8";
 
-interface IfRangeStore {
-  url: string;
-  stop(): Promise<void>;
-}
-
-/**
- * Forwards everything to the strict S3 server (which checks every signature). A GET carrying an
- * `If-Range` the object's ETag does not match, once the store has authorised it, is answered
- * with the whole object, as AWS S3 does.
- */
-async function startIfRangeStore(s3: StrictS3): Promise<IfRangeStore> {
-  const target = new URL(s3.endpoint);
-  const direct = new S3Http(s3);
-  const server = http.createServer((req, res) => {
-    const ifRange = req.headers["if-range"];
-    const headers = { ...req.headers };
-    delete headers["if-range"];
-    const upstream = http.request(
-      { hostname: target.hostname, port: target.port, method: req.method, path: req.url, headers },
-      (answer) => {
-        const etag = answer.headers.etag;
-        if (typeof ifRange === "string" && answer.statusCode === 206 && ifRange !== etag) {
-          answer.resume();
-          const key = new URL(req.url!, s3.endpoint).pathname.slice(s3.bucket.length + 2);
-          void direct
-            .send("GET", decodeURIComponent(key))
-            .then(async (whole) => {
-              const body = Buffer.from(await whole.arrayBuffer());
-              res.writeHead(200, { "content-length": body.byteLength, etag: etag ?? "" });
-              res.end(body);
-            })
-            .catch(() => res.destroy());
-          return;
-        }
-        res.writeHead(answer.statusCode ?? 502, answer.headers);
-        answer.pipe(res);
-      },
-    );
-    upstream.on("error", () => res.destroy());
-    req.pipe(upstream);
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}`,
-    stop: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
-}
-
-/** A 512-byte ustar header; `link` makes it a symlink to that target. */
 function tarHeader(name: string, size: number, link?: string): Buffer {
   const header = Buffer.alloc(512);
   header.write(name, 0, "utf8");
