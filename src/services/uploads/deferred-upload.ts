@@ -5,17 +5,18 @@ import {
   completeUploadStatement,
   findUpload,
   insertUploadWithinQuota,
-  setUploadHashes,
   type Upload,
 } from "../../db/uploads";
 import type { Deps } from "../../deps";
 import { AppError } from "../../errors";
 import { newId } from "../../ids";
-import { partCount, partLength, partSizeFor } from "../../part-plan";
+import { maxStoredSize, partSizeFor } from "../../part-plan";
+import { setDeferredHashes } from "../../db/deferred-uploads";
 import { deferredUploadKey } from "../../storage";
 import type { MultipartAnswer, PartUpload } from "../../wire-types";
 import { toFileRecord, type FileRecord } from "../file-record";
-import { byteCount, fileName, mediaType, sha256Hex } from "../validation";
+import { byteCount, fileName, mediaType } from "../validation";
+import { deferredPartLength, storedFormAtComplete, type CompleteBody } from "./deferred-gzip";
 import { checkDeclaredSize, quotaExceeded, storedBytesRefusal } from "./declared-limits";
 import { heldContentFile } from "./held-content";
 import {
@@ -37,7 +38,7 @@ export const deferredDeclareBody = z
     name: fileName,
     size: byteCount,
     contentType: mediaType.optional(),
-    encoding: z.literal("identity").optional(),
+    encoding: z.enum(["identity", "gzip"]).optional(),
     hashAtComplete: z.literal(true),
   })
   .strict();
@@ -49,19 +50,6 @@ export function asksHashAtComplete(body: unknown): boolean {
 
 export type DeferredDeclareBody = z.infer<typeof deferredDeclareBody>;
 
-/** `POST /v1/uploads/:id/parts`: the parts to sign, each with the SHA-256 of its bytes. */
-export const partsBody = z
-  .object({
-    parts: z
-      .array(z.object({ partNumber: z.number().int(), sha256: sha256Hex }).strict())
-      .min(1)
-      .max(100),
-  })
-  .strict();
-
-/** `POST /v1/uploads/:id/complete`'s optional body: the whole file's SHA-256. */
-export const completeBody = z.object({ sha256: sha256Hex.optional() }).strict();
-
 /** An upload declared without its hashes: they are empty until `complete` sets them. */
 export function isDeferred(upload: Upload): upload is MultipartUpload {
   return upload.multipart !== null && upload.multipart.partSha256.length === 0;
@@ -71,7 +59,9 @@ export function isDeferred(upload: Upload): upload is MultipartUpload {
  * Records an upload of `size` bytes whose hashes are not known yet, within the quota, and
  * starts its multipart upload on its own key (`deferredUploadKey`; verified content moves
  * onto its content key once read back, as for every multipart upload). No dedup lookup:
- * without a hash there is nothing to look up; a hit is found at `complete`.
+ * without a hash there is nothing to look up; a hit is found at `complete`. A gzip upload
+ * holds the largest size gzip can make of the file until `complete` gives its stored size
+ * (`deferred-gzip.ts`).
  */
 export async function declareDeferred(
   deps: Deps,
@@ -82,7 +72,9 @@ export async function declareDeferred(
   const now = deps.now();
   checkDeclaredSize(deps, session, body.size);
   const partSize = partSizeFor(body.size);
-  const declared = { size: body.size, encoding: "identity" as const, storedSize: body.size };
+  const encoding = body.encoding ?? "identity";
+  const storedSize = encoding === "gzip" ? maxStoredSize(body.size) : body.size;
+  const declared = { size: body.size, encoding, storedSize };
   const refusal = storedBytesRefusal(deps, declared, partSize);
   if (refusal) throw refusal;
   const id = newId("upl");
@@ -95,9 +87,9 @@ export async function declareDeferred(
     size: body.size,
     sha256: "",
     contentType: body.contentType ?? "application/octet-stream",
-    encoding: "identity",
+    encoding,
     storedKey,
-    storedSize: body.size,
+    storedSize,
     storedSha256: "",
     status: "pending",
     createdAt: now,
@@ -118,7 +110,7 @@ export async function signDeferredParts(
   deps: Deps,
   session: Session,
   uploadId: string,
-  parts: { partNumber: number; sha256: string }[],
+  parts: { partNumber: number; sha256: string; size?: number }[],
   origin: string,
 ): Promise<{ parts: PartUpload[] }> {
   const upload = await findUpload(deps.db, uploadId);
@@ -134,18 +126,15 @@ export async function signDeferredParts(
   if (upload.expiresAt <= deps.now()) {
     throw new AppError("upload_expired", `renew it first (GET /v1/uploads/${upload.id})`);
   }
-  const { partSize, storeUploadId } = upload.multipart;
-  const count = partCount(upload.storedSize, partSize);
+  const { storeUploadId } = upload.multipart;
   const target = { uploadId: upload.id, storeUploadId, key: upload.storedKey };
+  const lengths = parts.map(({ partNumber, size }) => deferredPartLength(upload, partNumber, size));
   const signed = await Promise.all(
-    parts.map(async ({ partNumber, sha256 }) => {
-      if (partNumber < 1 || partNumber > count) {
-        throw new AppError("invalid_request", `this upload has parts 1 to ${count}`);
-      }
+    parts.map(async ({ partNumber, sha256 }, index) => {
       const put = await deps.store.createPartUploadUrl({
         target,
         partNumber,
-        size: partLength(upload.storedSize, partSize, partNumber),
+        size: lengths[index]!,
         sha256Hex: sha256,
         expiresAt: upload.expiresAt,
         relayOrigin: origin,
@@ -157,7 +146,8 @@ export async function signDeferredParts(
 }
 
 /**
- * The first step of completing a deferred upload: its SHA-256, given now. When the owner
+ * The first step of completing a deferred upload: its SHA-256 (and, for gzip, its stored
+ * form: `storedFormAtComplete`), given now. When the owner
  * scope already holds that content (the same rule a declare follows, so nothing about other
  * scopes shows), the upload becomes a dedup hit and its parts are dropped: the answer is the
  * file. Otherwise the hashes are recorded (once: a later complete must give the same) and
@@ -167,9 +157,10 @@ export async function settleDeferredHash(
   deps: Deps,
   session: Session,
   upload: MultipartUpload,
-  sha256: string | undefined,
+  body: CompleteBody,
   origin: string,
 ): Promise<{ upload: Upload } | { file: FileRecord }> {
+  const { sha256 } = body;
   if (sha256 === undefined) {
     if (upload.sha256 !== "") return { upload };
     throw new AppError(
@@ -178,6 +169,14 @@ export async function settleDeferredHash(
     );
   }
   if (upload.sha256 !== "" && upload.sha256 !== sha256) throw hashChanged();
+  const stored =
+    upload.sha256 === ""
+      ? storedFormAtComplete(upload, body, sha256)
+      : {
+          storedSize: upload.storedSize,
+          storedSha256: upload.storedSha256,
+          members: upload.members ?? null,
+        };
   const now = deps.now();
   const content = { name: upload.name, size: upload.size, sha256, contentType: upload.contentType };
   let held;
@@ -200,11 +199,12 @@ export async function settleDeferredHash(
     // Another completion got there first, or the upload expired a moment ago: carry on as it.
     return { upload: completed ?? upload };
   }
-  if (upload.sha256 === "" && !(await setUploadHashes(deps.db, upload.id, sha256, sha256))) {
+  if (upload.sha256 === "" && !(await setDeferredHashes(deps.db, upload.id, sha256, stored))) {
     const now = await findUpload(deps.db, upload.id);
     if (now && now.sha256 !== sha256) throw hashChanged();
+    if (now) return { upload: now };
   }
-  return { upload: { ...upload, sha256, storedSha256: sha256 } };
+  return { upload: { ...upload, sha256, ...stored } };
 }
 
 /** Gives a deferred upload up: no file, and its parts dropped from the store. */
