@@ -21,8 +21,16 @@ export interface HashAtCompleteDeclaration {
   name: string;
   size: number;
   contentType: string;
-  encoding: "identity";
+  encoding: "identity" | "gzip";
   hashAtComplete: true;
+}
+
+/** `complete` of gzip declared with `hashAtComplete`: the hashes, stored size and member table. */
+export interface CompletedGzip {
+  sha256: string;
+  storedSize: number;
+  storedSha256: string;
+  members?: { span: number; storedSizes: number[] };
 }
 
 /** `POST /v1/requests`: what an upload link takes. */
