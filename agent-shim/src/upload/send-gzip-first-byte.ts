@@ -19,7 +19,7 @@ import { UploadStates, type SavedUpload, type UploadKey } from "./upload-state.j
 type SavedGzip = SavedUpload & { partDigests?: Record<string, string> };
 
 /** Compressed parts held in memory at once beyond the one filling: each is `partSize` bytes. */
-const MAX_PARTS_IN_FLIGHT = 3;
+const MAX_PARTS_IN_FLIGHT = 2;
 /** The state file is rewritten at most this often as parts land (and on Ctrl-C). */
 const SAVE_EVERY_MS = 500;
 
