@@ -1,6 +1,8 @@
 import { createHash } from "node:crypto";
-import { stat } from "node:fs/promises";
-import { CliError, RefusalError } from "../cli/errors.js";
+import { createReadStream } from "node:fs";
+import { open, stat, type FileHandle } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { CliError, RefusalError, fsError } from "../cli/errors.js";
 import { readText, request, statusError } from "../transport/http.js";
 import type { FileRecord, MultipartAnswer } from "../transport/relay-client.js";
 import { withRetry } from "../transport/retry.js";
@@ -11,14 +13,14 @@ import { WORKERS_AFTER_MEMBERS } from "./gzip-workers.js";
 import { changedWhileSending } from "./prepare.js";
 import { resumed, type FirstByteFile } from "./send-from-first-byte.js";
 import type { SendContext, Sent } from "./send-stored.js";
-import { onInterrupt } from "./temp-files.js";
+import { onInterrupt, releaseTemp, tempPath } from "./temp-files.js";
 import { isRetryableStorageAnswer, uploadTarget } from "./upload.js";
 import { UploadStates, type SavedUpload, type UploadKey } from "./upload-state.js";
 
 /** A saved gzip upload: with the digest of each part this run or an earlier one stored. */
 type SavedGzip = SavedUpload & { partDigests?: Record<string, string> };
 
-/** Compressed parts held in memory at once beyond the one filling: each is `partSize` bytes. */
+/** Compressed parts in flight beside the one filling (each spooled to a temp file, not memory). */
 const MAX_PARTS_IN_FLIGHT = 2;
 /** The state file is rewritten at most this often as parts land (and on Ctrl-C). */
 const SAVE_EVERY_MS = 500;
@@ -30,7 +32,8 @@ const SAVE_EVERY_MS = 500;
  * member stream is cut into parts of `partSizeFor(size)` — fixed by the original size, so no
  * stored size is needed to cut them — each PUT as soon as it is full, signed with its digest
  * and length. The original's SHA-256, the stored bytes' SHA-256 and the member table are
- * taken on the way and go with `complete`. Memory holds at most a few parts.
+ * taken on the way and go with `complete`. Each part is spooled to a temp file while it fills
+ * (its digest must be known before its PUT starts), so memory stays flat.
  *
  * Resumable: the upload and each stored part's digest are saved, and a later `send` of the
  * unchanged file compresses again and skips every part the store holds with the same digest
@@ -129,11 +132,10 @@ async function sendMembers(
   const stop = new AbortController();
   const inFlight = new Set<Promise<void>>();
   let failure: { error: unknown } | undefined;
-  const free: Buffer[] = [];
 
-  const putPart = async (partNumber: number, bytes: Buffer, sha256: string) => {
+  const putPart = async (partNumber: number, part: PartFile, sha256: string) => {
     const [signed] = await relay.signParts(uploadId, name, [
-      { partNumber, sha256, size: bytes.length },
+      { partNumber, sha256, size: part.length },
     ]);
     if (!signed || signed.partNumber !== partNumber || typeof signed.put?.url !== "string") {
       throw new CliError(`relay gave an unexpected answer to the upload of ${name}`);
@@ -144,7 +146,8 @@ async function sendMembers(
       policy,
       target,
       async () => {
-        const res = await request({ ...signed.put, body: bytes, signal: stop.signal });
+        const body = createReadStream(part.path);
+        const res = await request({ ...signed.put, body, signal: stop.signal });
         const text = await readText(res);
         const status = res.statusCode ?? 0;
         if (status >= 200 && status < 300) return;
@@ -153,31 +156,35 @@ async function sendMembers(
       },
       stop.signal,
     );
-    uploadedBytes += bytes.length;
+    uploadedBytes += part.length;
     digests[String(partNumber)] = sha256;
     await save(false);
   };
 
   let partNumber = 0;
-  const flush = async (buffer: Buffer, length: number) => {
+  const flush = async (part: PartFile) => {
     partNumber += 1;
-    const bytes = buffer.subarray(0, length);
-    const sha256 = createHash("sha256").update(bytes).digest("hex");
+    await part.handle.close();
+    const sha256 = part.hash.digest("hex");
     if (digests[String(partNumber)] === sha256) {
-      free.push(buffer);
+      await releaseTemp(part.path);
       return;
     }
     while (inFlight.size >= Math.min(ctx.concurrency, MAX_PARTS_IN_FLIGHT)) {
       await Promise.race(inFlight);
     }
-    if (failure) throw failure.error;
-    const sent: Promise<void> = putPart(partNumber, bytes, sha256).then(
-      () => {
+    if (failure) {
+      await releaseTemp(part.path);
+      throw failure.error;
+    }
+    const sent: Promise<void> = putPart(partNumber, part, sha256).then(
+      async () => {
         inFlight.delete(sent);
-        free.push(buffer);
+        await releaseTemp(part.path);
       },
-      (error: unknown) => {
+      async (error: unknown) => {
         inFlight.delete(sent);
+        await releaseTemp(part.path);
         if (!failure) {
           failure = { error };
           stop.abort(error);
@@ -205,25 +212,23 @@ async function sendMembers(
   try {
     const knownLarge = size > WORKERS_AFTER_MEMBERS * span;
     const members = gzipMembers(hashed(fileSpans(path, pool)), pool, level, log, knownLarge);
-    let part = free.pop() ?? Buffer.allocUnsafeSlow(partSize);
-    let filled = 0;
+    let part = await partFile();
     for await (const member of members) {
       if (failure) break;
       stored.update(member);
       storedBytes += member.length;
       for (let offset = 0; offset < member.length;) {
-        const take = Math.min(partSize - filled, member.length - offset);
-        member.copy(part, filled, offset, offset + take);
-        filled += take;
+        const take = Math.min(partSize - part.length, member.length - offset);
+        await part.write(member.subarray(offset, offset + take));
         offset += take;
-        if (filled === partSize) {
-          await flush(part, filled);
-          part = free.pop() ?? Buffer.allocUnsafeSlow(partSize);
-          filled = 0;
+        if (part.length === partSize) {
+          await flush(part);
+          part = await partFile();
         }
       }
     }
-    if (!failure && (filled > 0 || partNumber === 0)) await flush(part, filled);
+    if (!failure && (part.length > 0 || partNumber === 0)) await flush(part);
+    else await part.handle.close().then(() => releaseTemp(part.path));
     await Promise.all(inFlight);
     if (failure) throw failure.error;
     // One read of the file; a file written meanwhile would not be what was hashed.
@@ -245,4 +250,34 @@ async function sendMembers(
     onInterrupt(undefined);
     stop.abort();
   }
+}
+
+/** A part of the stored bytes as it fills: a temp file of its own and the hash of what it holds. */
+interface PartFile {
+  path: string;
+  handle: FileHandle;
+  hash: ReturnType<typeof createHash>;
+  length: number;
+  write(bytes: Buffer): Promise<void>;
+}
+
+async function partFile(): Promise<PartFile> {
+  const path = tempPath(tmpdir(), "airlock-part-", ".gz");
+  const handle = await open(path, "wx", 0o600).catch((err: unknown) => {
+    throw fsError("write temp file", path, err);
+  });
+  const part: PartFile = {
+    path,
+    handle,
+    hash: createHash("sha256"),
+    length: 0,
+    async write(bytes: Buffer) {
+      await handle.write(bytes).catch((err: unknown) => {
+        throw fsError("write temp file", path, err);
+      });
+      part.hash.update(bytes);
+      part.length += bytes.length;
+    },
+  };
+  return part;
 }
