@@ -179,9 +179,7 @@ def sniff(sample, truncated):
 
 
 def mtime_ms(info):
-    ns = info.st_mtime_ns
-    value = (ns // 10 ** 9) * 1e3 + (ns % 10 ** 9) / 1e6
-    return int(value) if value == int(value) else value
+    return ns_to_ms(info.st_mtime_ns)
 
 
 def max_stored_size(size):

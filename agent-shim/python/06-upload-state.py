@@ -66,6 +66,7 @@ class Sender(object):
         self.concurrency = integer_var("AIRLOCK_UPLOAD_CONCURRENCY", DEFAULT_UPLOAD_CONCURRENCY, 1, 16)
         self.level = integer_var("AIRLOCK_GZIP_LEVEL", GZIP_LEVEL, 1, 9)
         self.states = UploadStates()
+        self.sent = SentCache()
 
     def send_in_one_request(self, declaration, data):
         """Bytes held in memory, in one request: the send's result, or None when the relay has

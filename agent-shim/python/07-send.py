@@ -134,10 +134,17 @@ def send_file(path, sender, rename=None):
         small = sender.send_in_one_request(declaration, data)
         if small is not None:
             return small
+    known = sender.sent.sha256_of(path, info)
+    if known is not None:
+        # A stale entry can only make this a hit on content the scope sent before (SentCache).
+        probe = relay.declare({"name": name, "size": size, "sha256": known, "contentType": content_type})
+        if probe["status"] == "deduped":
+            return result_of(probe["file"], True, 0)
     pays = gzip_pays(size, sample, compressed, sender.level)
     if not pays and size > multipart_threshold():
         first = send_from_first_byte(sender, path, name, size, mtime, content_type)
         if first is not None:
+            sender.sent.record(path, info, first["sha256"])
             return first
     abandon = threading.Event()
     gzipping = [None]
@@ -159,6 +166,7 @@ def send_file(path, sender, rename=None):
         sha256 = digests.hash.hexdigest()
         original = {"name": name, "size": digests.size, "sha256": sha256, "contentType": content_type}
         probe = relay.declare(original)
+        sender.sent.record(path, info, sha256)
         if probe["status"] == "deduped":
             return result_of(probe["file"], True, 0)
         if probe["status"] in ("upload", "multipart"):

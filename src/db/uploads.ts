@@ -228,22 +228,3 @@ export interface StaleUpload {
   storedKey: string;
   storeUploadId: string | null;
 }
-
-/**
- * Records the hashes of an upload declared without them, once: only while it is pending and
- * they are still empty. False when another completion recorded them first.
- */
-export async function setUploadHashes(
-  db: D1Database,
-  id: string,
-  sha256: string,
-  storedSha256: string,
-): Promise<boolean> {
-  const result = await db
-    .prepare(
-      "UPDATE uploads SET sha256 = ?, stored_sha256 = ? WHERE id = ? AND status = 'pending' AND sha256 = ''",
-    )
-    .bind(sha256, storedSha256, id)
-    .run();
-  return result.meta.changes > 0;
-}

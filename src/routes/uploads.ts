@@ -9,12 +9,12 @@ import { completeUpload, uploadState } from "../services/uploads/complete-upload
 import { declareUpload, declareUploadBody } from "../services/uploads/declare-upload";
 import {
   asksHashAtComplete,
-  completeBody,
   declareDeferred,
   deferredDeclareBody,
-  partsBody,
   signDeferredParts,
 } from "../services/uploads/deferred-upload";
+import { completeBody } from "../services/uploads/deferred-gzip";
+import { partsBody } from "../services/uploads/signed-parts";
 
 /** Sandbox routes: declare an upload, see where it stands (to resume it), complete it. */
 export const uploads = new Hono<AppEnv>()
@@ -62,11 +62,11 @@ export const uploads = new Hono<AppEnv>()
   })
   .post("/:id/complete", async (c) => {
     const started = Date.now();
-    const { sha256 } = await readJson(c, completeBody);
+    const body = await readJson(c, completeBody);
     const session = sessionOf(c.var.caller);
     const uploadId = c.req.param("id");
     const origin = new URL(c.req.url).origin;
-    const file = await completeUpload(c.var.deps, session, uploadId, origin, "sandbox", sha256);
+    const file = await completeUpload(c.var.deps, session, uploadId, origin, "sandbox", body);
     logEvent("upload_completed", {
       sessionId: session.id,
       uploadId,

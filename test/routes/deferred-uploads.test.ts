@@ -1,9 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { readConfig } from "../../src/config";
 import { findUpload } from "../../src/db/uploads";
-import { MultipartUploadGoneError } from "../../src/storage/blob-store";
-import { createBlobStore, deferredUploadKey } from "../../src/storage";
 import { backends } from "../support/backends";
+import { expectPartsGone } from "../support/deferred-parts";
 import { randomBytes, sha256Hex } from "../support/bytes";
 import { errorOf, RelayClient } from "../support/relay-client";
 import { declare, partBytes, putBytes, type MultipartAnswer } from "../support/send";
@@ -14,7 +12,6 @@ const MiB = 1024 * 1024;
 for (const backend of backends()) {
   describe(`hash at complete on ${backend.name}`, () => {
     const client = new RelayClient(backend.env);
-    const store = createBlobStore(readConfig(backend.env), backend.env);
 
     /** Declares `bytes` without hashes, then signs and PUTs every part; the declare's answer. */
     async function sendParts(token: string, bytes: Uint8Array): Promise<MultipartAnswer> {
@@ -47,18 +44,7 @@ for (const backend of backends()) {
       return client.call("POST", `/v1/uploads/${uploadId}/complete`, { token, json });
     }
 
-    async function partsGone(answer: MultipartAnswer): Promise<void> {
-      const upload = await findUpload(backend.env.DB, answer.uploadId);
-      const storeUploadId = upload?.multipart?.storeUploadId ?? "";
-      const key = deferredUploadKey(answer.uploadId);
-      const target = { uploadId: answer.uploadId, storeUploadId, key };
-      if (backend.name === "s3") {
-        await expect(store.listParts(target)).rejects.toBeInstanceOf(MultipartUploadGoneError);
-      } else {
-        expect(await store.listParts(target)).toEqual([]);
-      }
-      expect(await store.head(key)).toBeNull();
-    }
+    const partsGone = (answer: MultipartAnswer) => expectPartsGone(backend, answer.uploadId);
 
     it("stores the bytes, verifies the SHA-256 given at complete and serves them byte-exact", async () => {
       const { token } = await client.mintSession();

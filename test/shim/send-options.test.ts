@@ -1,8 +1,6 @@
 import { spawn } from "node:child_process";
 import { createCipheriv, createHash, randomBytes } from "node:crypto";
 import { mkdtemp, readFile, writeFile } from "node:fs/promises";
-import http from "node:http";
-import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import type { SendResult } from "../../agent-shim/src/upload/send-result";
@@ -10,6 +8,7 @@ import { MIN_PART_BYTES } from "../../src/part-plan";
 import { relaySuite } from "../support/relay-suite";
 import { SHIM, collectRun, failureLine, relayEnv, runShim } from "./run-shim";
 import { sentLine } from "./sent-line";
+import { startHoldingProxy } from "./holding-proxy";
 
 const MiB = 1024 * 1024;
 const suite = relaySuite({}, "airlock-send-options-");
@@ -137,56 +136,6 @@ describe("re-sending an unchanged file", () => {
     expect(sha256(Buffer.from(await served.arrayBuffer()))).toBe(sha256(a));
   });
 });
-
-/**
- * A proxy in front of the relay that lets the first `allowParts` part PUTs through and holds
- * every later one unanswered, so a send is caught mid-upload at a known point.
- */
-async function startHoldingProxy(upstream: string, allowParts: number) {
-  const target = new URL(upstream);
-  let partsSeen = 0;
-  let partsStored = 0;
-  const held: http.ServerResponse[] = [];
-  let holding = true;
-  const server = http.createServer((req, res) => {
-    const isPart = req.method === "PUT" && /\/parts\/\d+/.test(req.url ?? "");
-    if (isPart && holding && partsSeen++ >= allowParts) {
-      held.push(res);
-      return;
-    }
-    const forward = http.request(
-      {
-        host: target.hostname,
-        port: target.port,
-        method: req.method,
-        path: req.url,
-        headers: req.headers,
-      },
-      (answer) => {
-        if (isPart && (answer.statusCode ?? 0) < 300) answer.once("end", () => partsStored++);
-        res.writeHead(answer.statusCode ?? 502, answer.headers);
-        answer.pipe(res);
-      },
-    );
-    forward.on("error", () => res.destroy());
-    req.pipe(forward);
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}`,
-    ready: () => partsStored >= allowParts && held.length > 0,
-    release() {
-      holding = false;
-      for (const res of held.splice(0)) res.socket?.destroy();
-    },
-    stop: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
-}
 
 describe("Ctrl-C during a large send", () => {
   it(

@@ -12,6 +12,7 @@ import type {
   UploadState,
 } from "../../../src/wire-types.js";
 import type {
+  CompletedGzip,
   ContentRequest,
   DeletedFile,
   HashAtCompleteDeclaration,
@@ -85,9 +86,13 @@ export class RelayClient {
    * Asks the relay to verify the stored bytes and register the file; `sha256` is the whole
    * file's, for an upload declared without it.
    */
-  completeUpload(uploadId: string, name: string, sha256?: string): Promise<FileRecord> {
+  completeUpload(
+    uploadId: string,
+    name: string,
+    sha256?: string | CompletedGzip,
+  ): Promise<FileRecord> {
     const path = `/v1/uploads/${encodeURIComponent(uploadId)}/complete`;
-    const body = sha256 === undefined ? undefined : { sha256 };
+    const body = typeof sha256 === "string" ? { sha256 } : sha256;
     return this.call("POST", path, `completing the upload of ${name}`, body);
   }
 
@@ -98,7 +103,7 @@ export class RelayClient {
   async signParts(
     uploadId: string,
     name: string,
-    parts: { partNumber: number; sha256: string }[],
+    parts: { partNumber: number; sha256: string; size?: number }[],
   ): Promise<PartUpload[]> {
     const path = `/v1/uploads/${encodeURIComponent(uploadId)}/parts`;
     const action = `upload of ${name}`;

@@ -21,10 +21,18 @@ export interface HashAtCompleteDeclaration {
   name: string;
   size: number;
   contentType: string;
-  encoding: "identity";
+  encoding: "identity" | "gzip";
   hashAtComplete: true;
   /** The first parts' digests, when known: the answer then carries their signed PUTs. */
   parts?: { partNumber: number; sha256: string }[];
+}
+
+/** `complete` of gzip declared with `hashAtComplete`: the hashes, stored size and member table. */
+export interface CompletedGzip {
+  sha256: string;
+  storedSize: number;
+  storedSha256: string;
+  members?: { span: number; storedSizes: number[] };
 }
 
 /** `POST /v1/requests`: what an upload link takes. */

@@ -18,6 +18,7 @@ import { UploadStates } from "./upload-state.js";
 import { SINGLE_UPLOAD_MAX_BYTES } from "./one-request.js";
 import { sendSmallFile, type SendOptions } from "./send-small.js";
 import { sendFromFirstByte } from "./send-from-first-byte.js";
+import { sendGzipFromFirstByte } from "./send-gzip-first-byte.js";
 import { multipartThreshold } from "./multipart-threshold.js";
 
 /**
@@ -59,6 +60,16 @@ export async function sendFile(
   if (!pays && !sentBefore && size > multipartThreshold()) {
     const { contentType } = head;
     const first = await sendFromFirstByte(options, { path, name, size, mtimeMs, contentType });
+    if (first) {
+      sent.record(path, head, first.sha256);
+      return toSendResult(first);
+    }
+  }
+  // Large and worth gzipping: compressed and sent part by part as it is read (the same rule).
+  if (pays && !sentBefore && size > multipartThreshold()) {
+    const { contentType } = head;
+    const file = { path, name, size, mtimeMs, contentType };
+    const first = await sendGzipFromFirstByte(options, file, level);
     if (first) {
       sent.record(path, head, first.sha256);
       return toSendResult(first);

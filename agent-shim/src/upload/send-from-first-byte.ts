@@ -110,7 +110,7 @@ async function declared(
 }
 
 /** The saved upload as the relay has it now; undefined (and forgotten) when it is gone. */
-async function resumed(
+export async function resumed(
   { relay, states }: SendContext,
   key: UploadKey,
   uploadId: string,

@@ -11,6 +11,7 @@ import { assembleParts, isMultipart, resumeMultipart } from "./multipart-upload"
 import { extendUpload } from "./extend-upload";
 import { rejectUpload } from "./reject-upload";
 import { isDeferred, settleDeferredHash } from "./deferred-upload";
+import type { CompleteBody } from "./deferred-gzip";
 import { recordVerified, verifyUploadContent } from "./verify-upload";
 import type { FileOrigin } from "../file-origin";
 
@@ -41,8 +42,9 @@ export async function completeUpload(
   uploadId: string,
   origin: string,
   fileOrigin: FileOrigin = "sandbox",
-  sha256?: string,
+  body: CompleteBody = {},
 ): Promise<FileRecord> {
+  const { sha256 } = body;
   const { db, store } = deps;
   let upload = await findUpload(db, uploadId);
   if (!upload || upload.sessionId !== session.id) throw new AppError("upload_not_found");
@@ -52,7 +54,7 @@ export async function completeUpload(
   // within the quota) comes first. It is kept, not deleted, so that a renewal can finish it.
   if (upload.expiresAt <= deps.now()) throw uploadExpired(upload);
   if (isDeferred(upload)) {
-    const settled = await settleDeferredHash(deps, session, upload, sha256, origin);
+    const settled = await settleDeferredHash(deps, session, upload, body, origin);
     if ("file" in settled) return settled.file;
     upload = settled.upload;
     if (upload.status === "completed") return existingFile(deps, upload, origin);

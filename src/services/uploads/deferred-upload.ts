@@ -5,17 +5,18 @@ import {
   completeUploadStatement,
   findUpload,
   insertUploadWithinQuota,
-  setUploadHashes,
   type Upload,
 } from "../../db/uploads";
 import type { Deps } from "../../deps";
 import { AppError } from "../../errors";
 import { newId } from "../../ids";
-import { partSizeFor } from "../../part-plan";
+import { maxStoredSize, partSizeFor } from "../../part-plan";
+import { setDeferredHashes } from "../../db/deferred-uploads";
 import { deferredUploadKey } from "../../storage";
 import type { MultipartAnswer, PartUpload } from "../../wire-types";
 import { toFileRecord, type FileRecord } from "../file-record";
-import { byteCount, fileName, mediaType, sha256Hex } from "../validation";
+import { byteCount, fileName, mediaType } from "../validation";
+import { deferredPartLength, storedFormAtComplete, type CompleteBody } from "./deferred-gzip";
 import { checkDeclaredSize, quotaExceeded, storedBytesRefusal } from "./declared-limits";
 import { heldContentFile } from "./held-content";
 import {
@@ -25,7 +26,7 @@ import {
   type MultipartUpload,
 } from "./multipart-upload";
 import { rejectUpload } from "./reject-upload";
-import { checkPartNumbers, partDigests, signPartDigests } from "./signed-parts";
+import { checkPartNumbers, partDigests, signPartDigests, type PartDigest } from "./signed-parts";
 
 /**
  * `POST /v1/uploads` with `hashAtComplete: true` and no hashes: a large file sent from its
@@ -38,7 +39,7 @@ export const deferredDeclareBody = z
     name: fileName,
     size: byteCount,
     contentType: mediaType.optional(),
-    encoding: z.literal("identity").optional(),
+    encoding: z.enum(["identity", "gzip"]).optional(),
     hashAtComplete: z.literal(true),
     /** The first parts' digests, when known: their signed PUTs come with the answer. */
     parts: partDigests.optional(),
@@ -52,12 +53,6 @@ export function asksHashAtComplete(body: unknown): boolean {
 
 export type DeferredDeclareBody = z.infer<typeof deferredDeclareBody>;
 
-/** `POST /v1/uploads/:id/parts`: the parts to sign, each with the SHA-256 of its bytes. */
-export const partsBody = z.object({ parts: partDigests }).strict();
-
-/** `POST /v1/uploads/:id/complete`'s optional body: the whole file's SHA-256. */
-export const completeBody = z.object({ sha256: sha256Hex.optional() }).strict();
-
 /** An upload declared without its hashes: they are empty until `complete` sets them. */
 export function isDeferred(upload: Upload): upload is MultipartUpload {
   return upload.multipart !== null && upload.multipart.partSha256.length === 0;
@@ -67,7 +62,9 @@ export function isDeferred(upload: Upload): upload is MultipartUpload {
  * Records an upload of `size` bytes whose hashes are not known yet, within the quota, and
  * starts its multipart upload on its own key (`deferredUploadKey`; verified content moves
  * onto its content key once read back, as for every multipart upload). No dedup lookup:
- * without a hash there is nothing to look up; a hit is found at `complete`.
+ * without a hash there is nothing to look up; a hit is found at `complete`. A gzip upload
+ * holds the largest size gzip can make of the file until `complete` gives its stored size
+ * (`deferred-gzip.ts`).
  */
 export async function declareDeferred(
   deps: Deps,
@@ -78,10 +75,18 @@ export async function declareDeferred(
   const now = deps.now();
   checkDeclaredSize(deps, session, body.size);
   const partSize = partSizeFor(body.size);
-  const declared = { size: body.size, encoding: "identity" as const, storedSize: body.size };
+  const encoding = body.encoding ?? "identity";
+  const storedSize = encoding === "gzip" ? maxStoredSize(body.size) : body.size;
+  const declared = { size: body.size, encoding, storedSize };
   const refusal = storedBytesRefusal(deps, declared, partSize);
   if (refusal) throw refusal;
-  if (body.parts) checkPartNumbers(body.parts, body.size, partSize);
+  if (body.parts && encoding === "gzip") {
+    throw new AppError(
+      "invalid_request",
+      "a gzip upload's parts are signed once compressed (POST /v1/uploads/:id/parts), not at its declare",
+    );
+  }
+  if (body.parts) checkPartNumbers(body.parts, declared.storedSize, partSize);
   const id = newId("upl");
   const storedKey = deferredUploadKey(id);
   const storeUploadId = await deps.store.createMultipartUpload(storedKey);
@@ -92,9 +97,9 @@ export async function declareDeferred(
     size: body.size,
     sha256: "",
     contentType: body.contentType ?? "application/octet-stream",
-    encoding: "identity",
+    encoding,
     storedKey,
-    storedSize: body.size,
+    storedSize,
     storedSha256: "",
     status: "pending",
     createdAt: now,
@@ -117,7 +122,7 @@ export async function signDeferredParts(
   deps: Deps,
   session: Session,
   uploadId: string,
-  parts: { partNumber: number; sha256: string }[],
+  parts: PartDigest[],
   origin: string,
 ): Promise<{ parts: PartUpload[] }> {
   const upload = await findUpload(deps.db, uploadId);
@@ -137,7 +142,8 @@ export async function signDeferredParts(
 }
 
 /**
- * The first step of completing a deferred upload: its SHA-256, given now. When the owner
+ * The first step of completing a deferred upload: its SHA-256 (and, for gzip, its stored
+ * form: `storedFormAtComplete`), given now. When the owner
  * scope already holds that content (the same rule a declare follows, so nothing about other
  * scopes shows), the upload becomes a dedup hit and its parts are dropped: the answer is the
  * file. Otherwise the hashes are recorded (once: a later complete must give the same) and
@@ -147,9 +153,10 @@ export async function settleDeferredHash(
   deps: Deps,
   session: Session,
   upload: MultipartUpload,
-  sha256: string | undefined,
+  body: CompleteBody,
   origin: string,
 ): Promise<{ upload: Upload } | { file: FileRecord }> {
+  const { sha256 } = body;
   if (sha256 === undefined) {
     if (upload.sha256 !== "") return { upload };
     throw new AppError(
@@ -158,6 +165,14 @@ export async function settleDeferredHash(
     );
   }
   if (upload.sha256 !== "" && upload.sha256 !== sha256) throw hashChanged();
+  const stored =
+    upload.sha256 === ""
+      ? storedFormAtComplete(upload, body, sha256)
+      : {
+          storedSize: upload.storedSize,
+          storedSha256: upload.storedSha256,
+          members: upload.members ?? null,
+        };
   const now = deps.now();
   const content = { name: upload.name, size: upload.size, sha256, contentType: upload.contentType };
   let held;
@@ -180,11 +195,12 @@ export async function settleDeferredHash(
     // Another completion got there first, or the upload expired a moment ago: carry on as it.
     return { upload: completed ?? upload };
   }
-  if (upload.sha256 === "" && !(await setUploadHashes(deps.db, upload.id, sha256, sha256))) {
+  if (upload.sha256 === "" && !(await setDeferredHashes(deps.db, upload.id, sha256, stored))) {
     const now = await findUpload(deps.db, upload.id);
     if (now && now.sha256 !== sha256) throw hashChanged();
+    if (now) return { upload: now };
   }
-  return { upload: { ...upload, sha256, storedSha256: sha256 } };
+  return { upload: { ...upload, sha256, ...stored } };
 }
 
 /** Gives a deferred upload up: no file, and its parts dropped from the store. */

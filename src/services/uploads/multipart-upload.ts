@@ -8,6 +8,7 @@ import { MultipartUploadGoneError, type MultipartTarget } from "../../storage/bl
 import type { MultipartAnswer, PartUpload } from "../../wire-types";
 import { extendUpload } from "./extend-upload";
 import { rejectUpload } from "./reject-upload";
+import { heldPartFits } from "./deferred-gzip";
 
 const HOUR = 3_600_000;
 
@@ -91,7 +92,7 @@ export async function multipartAnswer(
  * again (a part re-sent under the same number replaces the old one).
  */
 export async function heldParts(deps: Deps, upload: MultipartUpload): Promise<StoredPart[]> {
-  const { partSize, partSha256 } = upload.multipart;
+  const { partSha256 } = upload.multipart;
   const parts = await deps.store.listParts(multipartTarget(upload));
   // Declared without digests: each part is what the store verified against the digest its
   // URL was signed with, and the whole is read back before anything counts as content.
@@ -101,7 +102,7 @@ export async function heldParts(deps: Deps, upload: MultipartUpload): Promise<St
       (part) =>
         part.partNumber >= 1 &&
         part.partNumber <= plannedParts(upload) &&
-        part.size === partLength(upload.storedSize, partSize, part.partNumber) &&
+        heldPartFits(upload, part) &&
         (part.sha256Hex === undefined ||
           declared(part.partNumber) === undefined ||
           part.sha256Hex === declared(part.partNumber)),

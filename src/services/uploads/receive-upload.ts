@@ -3,6 +3,7 @@ import type { Deps } from "../../deps";
 import { base64ToHex, hexToBase64 } from "../../encoding";
 import { AppError } from "../../errors";
 import { partLength } from "../../part-plan";
+import { deferredPartLength, storedSizeUnknown } from "./deferred-gzip";
 import { ContentRejectedError, MultipartUploadGoneError } from "../../storage/blob-store";
 import {
   isMultipart,
@@ -81,7 +82,13 @@ export function checkedPart(
   if (!Number.isInteger(partNumber) || partNumber < 1 || partNumber > count) {
     throw new AppError("invalid_request", `this upload has parts 1 to ${count}`);
   }
-  const size = partLength(upload.storedSize, partSize, partNumber);
+  // gzip whose stored size comes at complete: each part is as long as its sender says, within
+  // the plan (`deferredPartLength`); the part's digest and the read-back check the rest.
+  const sent = Number(put.contentLength);
+  const size =
+    storedSizeUnknown(upload) && Number.isInteger(sent)
+      ? deferredPartLength(upload, partNumber, sent)
+      : partLength(upload.storedSize, partSize, partNumber);
   checkPutHeaders(put, size, sha256Hex ?? "");
   return { partNumber, size, sha256Hex: sha256Hex ?? "" };
 }
