@@ -16,7 +16,7 @@ from typing import IO, Generator, Iterator, Optional, Union
 
 from ..errors import AirlockError, exec_error
 from ..files import temp_near
-from .core import ExecAdapter, ExecExit, exec_failure, gzip_may_pay, record_rate, with_hasher
+from .core import ExecAdapter, ExecExit, exec_failure, gzip_may_pay, record_rate, widen_pipe, with_hasher
 from .scripts import COLLECT_MAGIC, COLLECT_TRAILER, EXIT, collect_script
 
 MAX_HEADER = 512
@@ -80,6 +80,7 @@ class CollectedStream:
         self._process = exec.start(argv, None, subprocess.PIPE)
         out = self._process.stdout
         assert out is not None
+        widen_pipe(out)
         self._out = out
         buffered = b""
         while b"\n" not in buffered and len(buffered) <= MAX_HEADER:
