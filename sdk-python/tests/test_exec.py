@@ -190,6 +190,47 @@ class OverDocker(RoundTrips, unittest.TestCase):
         self.assertEqual((got["status"], got["code"]), (413, "quota_exceeded"))
         self.assertEqual(self.airlock.list_files(session_id=small), [])
 
+    def test_collect_bytes_refuses_a_stream_that_changed_ran_short_or_ran_long(self) -> None:
+        folder = fresh_dir("in-memory-")
+        path = f"{folder}/random.bin"
+        with open(path, "wb") as out:
+            out.write(RANDOM)
+        got_bytes = collect_bytes(docker_exec("box"), path, compress="never")
+        self.assertIs(type(got_bytes), bytes)
+        self.assertEqual(sha256(got_bytes), sha256(RANDOM))
+        size, want = len(RANDOM), sha256(RANDOM)
+        said = f"collect of {path} from docker exec %s: %s; nothing was kept"
+        header = len(f"airlock-collect 2 {size} identity\n")
+        flipped = bytearray(RANDOM)
+        flipped[100_000 - header] ^= 1
+        StandIns.configure({"flip": {"stream": "stdout", "at": 100_000}})
+        try:
+            got = refusal(lambda: collect_bytes(docker_exec("box"), path, compress="never"))
+        finally:
+            StandIns.configure({})
+        read = f"but the sandbox read {size} bytes with SHA-256 {want}"
+        self.assertEqual(
+            (got["code"], got["message"]),
+            ("transfer_mismatch", said % ("box", f"received {size} bytes with SHA-256 {sha256(bytes(flipped))}, {read}")),
+        )
+        # Sandboxes whose cat drops the last byte, or adds one: the hash comes from sha256sum.
+        for box, cat, message in (
+            ("short", 'exec head -c -1 "$@"', f"received {size - 1} bytes with SHA-256 {sha256(RANDOM[:-1])}, {read}"),
+            ("long", '/bin/cat "$@"; printf x', f"more than the {size} bytes announced arrived"),
+        ):
+            bin = sandbox_path(os.path.join(WORK_DIR, f"py-{box}-cat-bin"), ["sha256sum", "head"])
+            os.unlink(os.path.join(bin, "cat"))
+            with open(os.path.join(bin, "cat"), "w") as script:
+                script.write(f"#!/bin/sh\nPATH=/usr/bin:/bin\n{cat}\n")
+            os.chmod(os.path.join(bin, "cat"), 0o755)
+            StandIns.configure({"paths": {box: bin}})
+            try:
+                got = refusal(lambda: collect_bytes(docker_exec(box), path, compress="never"))
+            finally:
+                StandIns.configure({})
+            self.assertEqual((got["code"], got["message"]), ("transfer_mismatch", said % (box, message)))
+        self.assertEqual(os.listdir(folder), ["random.bin"])
+
     def test_falls_back_to_base64_chunks_without_stdin(self) -> None:
         folder = fresh_dir("chunks-")
         exec = docker_exec("box")

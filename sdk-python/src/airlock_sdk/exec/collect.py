@@ -5,21 +5,23 @@ or hashes differently fails at its end, before its last chunk is handed on."""
 from __future__ import annotations
 
 import hashlib
+import io
 import os
 import re
 import subprocess
 import time
 import zlib
 from dataclasses import dataclass
-from typing import Generator, Iterator, Optional, Union
+from typing import IO, Generator, Iterator, Optional, Union
 
 from ..errors import AirlockError, exec_error
 from ..files import temp_near
-from .core import ExecAdapter, ExecExit, exec_failure, gzip_may_pay, record_rate, with_hasher
+from .core import ExecAdapter, ExecExit, exec_failure, gzip_may_pay, record_rate, widen_pipe, with_hasher
 from .scripts import COLLECT_MAGIC, COLLECT_TRAILER, EXIT, collect_script
 
 MAX_HEADER = 512
 READ_BYTES = 256 * 1024
+FILL_BYTES = 1024 * 1024
 
 
 @dataclass
@@ -78,6 +80,7 @@ class CollectedStream:
         self._process = exec.start(argv, None, subprocess.PIPE)
         out = self._process.stdout
         assert out is not None
+        widen_pipe(out)
         self._out = out
         buffered = b""
         while b"\n" not in buffered and len(buffered) <= MAX_HEADER:
@@ -124,20 +127,51 @@ class CollectedStream:
                 if held is not None:
                     yield held
                 held = block
-            exit = self._process.wait()
-            if exit.code != 0:
-                raise self._fail(exec_failure(self._exec, f"collect of {self._path}", exit))
-            got = digest.hexdigest()
-            problem = received_problem(exit.stderr, self.size, received, got)
-            if problem:
-                raise self._fail(self._mismatch(problem))
-            self.sha256 = got
-            record_rate(self._exec, "collect", self.transfer, self.size, time.monotonic() - self._started)
+            self._finish(received, digest)
             if held is not None:
                 yield held
         finally:
             self._out.close()
             self._process.wait()
+
+    def read_all(self) -> bytes:
+        """The whole file in memory, checked as :meth:`chunks` checks it. Sent as it is, the
+        bytes are read straight into one buffer of ``size`` bytes and hashed there: no chunk
+        is kept, nothing is joined."""
+        if self.transfer != "identity":
+            return b"".join(self.chunks())
+        digest = hashlib.sha256()
+        whole = io.BytesIO()
+        received = 0
+        try:
+            if len(self._rest) > self.size:
+                raise self._fail(self._mismatch(f"more than the {self.size} bytes announced arrived"))
+            if self.size:
+                whole.seek(self.size - 1)
+                whole.write(b"\0")
+            with whole.getbuffer() as view:
+                received = _fill(view, self._rest, self._out, digest)
+            if received == self.size and self._out.read(1):
+                raise self._fail(self._mismatch(f"more than the {self.size} bytes announced arrived"))
+            self._finish(received, digest)
+            # Without exports, CPython hands out the buffer itself rather than a copy.
+            return whole.getvalue()
+        finally:
+            self._out.close()
+            self._process.wait()
+
+    def _finish(self, received: int, digest: "hashlib._Hash") -> None:
+        """Raises unless the command succeeded and ``received`` bytes hashing to ``digest``
+        are the file the sandbox read."""
+        exit = self._process.wait()
+        if exit.code != 0:
+            raise self._fail(exec_failure(self._exec, f"collect of {self._path}", exit))
+        got = digest.hexdigest()
+        problem = received_problem(exit.stderr, self.size, received, got)
+        if problem:
+            raise self._fail(self._mismatch(problem))
+        self.sha256 = got
+        record_rate(self._exec, "collect", self.transfer, self.size, time.monotonic() - self._started)
 
     def _mismatch(self, message: str) -> AirlockError:
         return collect_mismatch(self._exec, self._path, message)
@@ -161,8 +195,34 @@ def collect_stream(exec: ExecAdapter, path: str, compress: str = "auto") -> Coll
 
 
 def collect_bytes(exec: ExecAdapter, path: str, compress: str = "auto") -> bytes:
-    """The sandbox's file at ``path``, checked, in memory (for small files)."""
-    return b"".join(collect_stream(exec, path, compress).chunks())
+    """The sandbox's file at ``path``, checked, in memory."""
+    return collect_stream(exec, path, compress).read_all()
+
+
+def _fill(view: memoryview, first: bytes, source: IO[bytes], digest: "hashlib._Hash") -> int:
+    """Fills ``view`` with ``first`` and then ``source``, hashing as it goes, a block at a time;
+    returns how many bytes came (fewer than ``len(view)`` only when ``source`` ended)."""
+    view[: len(first)] = first
+    digest.update(first)
+    filled, size = len(first), len(view)
+    while filled < size:
+        with view[filled : min(size, filled + FILL_BYTES)] as window:
+            got = _read_into(source, window)
+            if not got:
+                break
+            with window[:got] as block:
+                digest.update(block)
+        filled += got
+    return filled
+
+
+def _read_into(source: IO[bytes], window: memoryview) -> int:
+    read_into = getattr(source, "readinto", None)
+    if read_into is not None:
+        return read_into(window) or 0
+    block = source.read(len(window))
+    window[: len(block)] = block
+    return len(block)
 
 
 def collect_to_local_file(

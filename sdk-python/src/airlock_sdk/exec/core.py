@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import errno
 import subprocess
+import sys
 import threading
 import weakref
 from dataclasses import dataclass
@@ -15,6 +16,10 @@ from .scripts import PROBE_SCRIPT, PROBED_TOOLS, SandboxCommands, commands_for
 
 STDERR_KEEP = 8 * 1024
 SMALL_OUTPUT = 64 * 1024
+#: The size asked of Linux for a pipe that carries a file's bytes to or from the CLI (64 KiB by
+#: default; 1 MiB is the most an unprivileged process gets): the two then take turns far less
+#: often, which counts most on a busy machine.
+PIPE_BYTES = 1024 * 1024
 #: What a command's stdin may be: ``PIPE`` (written by the SDK), an open local file, or None.
 StdinSpec = Union[int, IO[bytes], None]
 
@@ -109,11 +114,25 @@ class CliAdapter(ExecAdapter):
         return _CliProcess(popen)
 
 
+def widen_pipe(pipe: IO[bytes]) -> None:
+    """Asks Linux for a pipe of ``PIPE_BYTES``; elsewhere, for what is not a pipe, or when the
+    account has used up its pipe memory, it stays as it was."""
+    if not sys.platform.startswith("linux"):
+        return
+    import fcntl
+
+    try:
+        fcntl.fcntl(pipe.fileno(), getattr(fcntl, "F_SETPIPE_SZ", 1031), PIPE_BYTES)
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
 def feed(process: ExecProcess, chunks: Iterable[bytes]) -> "threading.Thread":
     """Writes ``chunks`` to the process's stdin on a thread, then closes it. A command that
     exits before reading all of its stdin closes the pipe: its exit code says why."""
     sink = process.stdin
     assert sink is not None
+    widen_pipe(sink)
     failure: List[BaseException] = []
 
     def run() -> None:

@@ -3,7 +3,6 @@ where it pays and the sandbox can inflate), land in a temp file beside the targe
 by SHA-256 inside the sandbox, and only then renamed into place."""
 from __future__ import annotations
 
-import base64
 import hashlib
 import itertools
 import os
@@ -12,53 +11,15 @@ import secrets
 import subprocess
 import time
 import zlib
-from dataclasses import dataclass
 from typing import IO, Iterable, Iterator, List, Optional, Union
 
-from ..errors import AirlockError, exec_error
-from .core import (
-    ExecAdapter,
-    ExecExit,
-    exec_failure,
-    feed,
-    gzip_may_pay,
-    record_rate,
-    run_small,
-    with_hasher,
-)
-from .scripts import (
-    EXIT,
-    SandboxCommands,
-    chunk_script,
-    chunked_finish_script,
-    chunked_open_script,
-    push_script,
-)
+from .core import ExecAdapter, ExecExit, gzip_may_pay, record_rate, run_small, with_hasher
+from .push_base64 import MAX_BASE64_BYTES, push_chunked, refuse_too_large_for_base64
+from .push_contract import PushResult, push_failure
+from .scripts import SandboxCommands, push_script
 
 SAMPLE_BYTES = 64 * 1024
-CHUNK_RAW_BYTES = 48 * 1024
-MAX_BASE64_BYTES = 16 * 1024 * 1024
 READ_BYTES = 1024 * 1024
-
-
-@dataclass
-class PushResult:
-    """What a push did: the sandbox path written, the bytes' size and SHA-256, and how they
-    travelled (``identity``, ``gzip`` or ``base64-chunks``)."""
-
-    path: str
-    size: int
-    sha256: str
-    transfer: str
-
-
-_PUSH_EXIT_CODES = {
-    EXIT.EXISTS: "target_exists",
-    EXIT.MISMATCH: "transfer_mismatch",
-    EXIT.NO_DIRECTORY: "sandbox_cannot_write",
-    EXIT.CANNOT_CREATE: "sandbox_cannot_write",
-    EXIT.CANNOT_PLACE: "sandbox_cannot_write",
-}
 
 
 def check_push(path: str, sha256: str, size: int) -> str:
@@ -94,12 +55,12 @@ def push_stream(
     try:
         digest = check_push(path, sha256, size)
         if not exec.stdin:
-            _refuse_too_large_for_base64(exec, path, size, max_base64_bytes)
+            refuse_too_large_for_base64(exec, path, size, max_base64_bytes)
         commands = with_hasher(exec)
         mode = "0444" if readonly else ""
         replace = "1" if overwrite else "0"
         if not exec.stdin:
-            return _push_chunked(exec, commands, chunks, path, digest, mode, replace, size)
+            return push_chunked(exec, commands, chunks, path, digest, mode, replace, size)
         stream, gzip = _maybe_gzip(iter(chunks), size, compress, gzip_allowed(exec, commands, compress))
         encoding = "gzip" if gzip else "identity"
         started = time.monotonic()
@@ -178,7 +139,7 @@ def pushed(
     exec: ExecAdapter, path: str, sha256: str, size: int, encoding: str, exit: ExecExit, started: float
 ) -> PushResult:
     if exit.code != 0 or exit.stdout.strip() != "ok":
-        raise _push_failure(exec, path, exit)
+        raise push_failure(exec, path, exit)
     record_rate(exec, "push", encoding, size, time.monotonic() - started)
     return PushResult(path, size, sha256, encoding)
 
@@ -227,68 +188,6 @@ def _gzipped(chunks: Iterable[bytes]) -> Iterator[bytes]:
         if out:
             yield out
     yield deflate.flush()
-
-
-def _refuse_too_large_for_base64(exec: ExecAdapter, path: str, size: int, limit: int) -> None:
-    if size <= limit:
-        return
-    commands = -(-limit // CHUNK_RAW_BYTES)
-    raise exec_error(
-        "too_large_for_base64",
-        f"push to {path} in {exec.label}: it takes no stdin, and {size} bytes is more than the "
-        f"base64 fallback moves ({limit} bytes, {commands} commands); nothing was moved",
-    )
-
-
-def _push_failure(exec: ExecAdapter, path: str, exit: ExecExit) -> AirlockError:
-    return exec_failure(exec, f"push to {path}", exit, _PUSH_EXIT_CODES.get(exit.code, "exec_failed"))
-
-
-def _push_chunked(
-    exec: ExecAdapter,
-    commands: SandboxCommands,
-    chunks: Iterable[bytes],
-    path: str,
-    sha256: str,
-    mode: str,
-    replace: str,
-    size: int,
-) -> PushResult:
-    """The base64 fallback: one command per 64 KiB of base64, then a check and the rename."""
-    if not commands.decode_base64:
-        raise exec_error(
-            "sandbox_cannot_decode",
-            f"{exec.label} takes no stdin and has none of base64, openssl, python3 or node to decode base64; nothing was moved",
-        )
-    opened = run_small(
-        exec, ["sh", "-c", chunked_open_script(commands), "airlock-push", path, sha256, replace, mode, secrets.token_hex(6)]
-    )
-    if opened.code != 0:
-        raise _push_failure(exec, path, opened)
-    tmp = opened.stdout[:-1] if opened.stdout.endswith("\n") else opened.stdout
-    append = chunk_script(commands)
-    sent = 0
-    try:
-        pending = b""
-        for chunk in itertools.chain(chunks, [b""]):
-            pending += chunk
-            while len(pending) >= CHUNK_RAW_BYTES or (chunk == b"" and pending):
-                piece, pending = pending[:CHUNK_RAW_BYTES], pending[CHUNK_RAW_BYTES:]
-                exit = run_small(exec, ["sh", "-c", append, "airlock-chunk", tmp, base64.b64encode(piece).decode()])
-                if exit.code != 0:
-                    raise _push_failure(exec, path, exit)
-                sent += len(piece)
-    except BaseException:
-        try:
-            run_small(exec, ["rm", "-f", "--", tmp])
-        except AirlockError:
-            pass
-        raise
-    finish = chunked_finish_script(commands)
-    exit = run_small(exec, ["sh", "-c", finish, "airlock-finish", tmp, path, sha256, replace, mode, str(size)])
-    if exit.code != 0 or exit.stdout.strip() != "ok":
-        raise _push_failure(exec, path, exit)
-    return PushResult(path, sent, sha256, "base64-chunks")
 
 
 def _sha256_of(handle: IO[bytes]) -> str:
