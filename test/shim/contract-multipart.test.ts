@@ -1,11 +1,12 @@
 // The shim contract above the multipart threshold: the Node and Python shims send in parts and
 // resume after a failed run against the fake relay (a store part that keeps failing is a fault
-// the real relay cannot be made to show); the POSIX shim, which has no parts, sends the same
-// file in one PUT to the run's shared relay, byte-exact all the same.
+// the real relay cannot be made to show); the POSIX shim, which has no parts, sends a file above
+// the threshold in one PUT to the run's shared relay, byte-exact all the same.
 import { randomBytes } from "node:crypto";
 import { mkdtemp, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { loggedEvents } from "../support/relay-log";
 import { TOKEN, startFakeRelay, type FakeRelay } from "./fake-relay";
 import { failureLine, relayEnv } from "./run-shim";
 import { runDriver } from "./shims";
@@ -76,11 +77,21 @@ describe("the posix shim above the multipart threshold", () => {
 
   it("sends the file in one PUT, byte-exact (it has no parts)", async () => {
     expect(s.supports("multipart")).toBe(false);
-    const bytes = randomBytes(SIZE);
+    // Above the lowest threshold a shim takes (one smallest part, 8 MiB).
+    const bytes = randomBytes(12 * MiB);
     await writeFile(join(s.work, "big.bin"), bytes);
-    const result = await s.airlock(["send", "big.bin"], THRESHOLD);
+    const result = await s.airlock(["send", "big.bin"], {
+      AIRLOCK_MULTIPART_THRESHOLD: String(8 * MiB),
+    });
     expect(result.stderr).toBe("");
     expect(result.code).toBe(0);
     expect(sha256(await download(result.stdout.trim()))).toBe(sha256(bytes));
+    // The relay logged a declaration for a single PUT, none for parts.
+    const declared = (await loggedEvents(contract.suite.relay)).filter(
+      (e) => e.event === "upload_declared" && e.sessionId === s.sessionId,
+    );
+    const outcomes = declared.map((e) => e.outcome);
+    expect(outcomes).toContain("upload");
+    expect(outcomes).not.toContain("multipart");
   }, 300_000);
 });

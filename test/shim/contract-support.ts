@@ -74,6 +74,7 @@ export function contractSuite(dirPrefix: string): ContractSuite {
 export interface ShimSession {
   readonly driver: ShimDriver;
   readonly token: string;
+  readonly sessionId: string;
   readonly work: string;
   readonly home: string;
   airlock(args: string[], extra?: Record<string, string>): Promise<ShimResult>;
@@ -112,6 +113,9 @@ export function shimSession(contract: ContractSuite, name: ShimName): ShimSessio
     },
     get token() {
       return state.token;
+    },
+    get sessionId() {
+      return state.sessionId;
     },
     get work() {
       return state.work;
