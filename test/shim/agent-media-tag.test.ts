@@ -40,14 +40,15 @@ describe.each(RUNTIMES)("airlock send --media-tag to the relay under $name", ({ 
     });
     expect(result.stderr).toBe("");
     expect(result.code).toBe(0);
+    // Each file's share URL (signed anew per answer: its expiry and signature may differ).
     const listed = await apiCall(sharedRelay().url, token, "GET", "/v1/files");
-    const byName = new Map(
-      (listed.body.files as { name: string; url: string }[]).map((f) => [f.name, f.url]),
+    const id = (name: string) =>
+      (listed.body.files as { name: string; fileId: string }[]).find((f) => f.name === name)!
+        .fileId;
+    const url = (name: string) => `${sharedRelay().url}/d/${id(name)}\\.\\S+`;
+    expect(result.stdout).toMatch(
+      new RegExp(`^MEDIA:${url("report.pdf")}\\nMEDIA:${url("chart.png")}\\n$`),
     );
-    expect(result.stdout).toBe(
-      `MEDIA:${byName.get("report.pdf")}\nMEDIA:${byName.get("chart.png")}\n`,
-    );
-    expect(byName.get("report.pdf")).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/d\/\S+$/);
   });
 });
 

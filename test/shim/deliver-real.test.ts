@@ -28,7 +28,7 @@ describe.each(RUNTIMES)("airlock send --to against the relay under $name", ({ no
     runShim(["send", ...args], { node, cwd: dir(), env: relayEnv(sharedRelay().url, token) });
   const files = async () =>
     (await apiCall(sharedRelay().url, token, "GET", "/v1/files")).body.files as {
-      url: string;
+      fileId: string;
     }[];
 
   it("reports a destination the session may not use, still printing the URL", async () => {
@@ -37,8 +37,9 @@ describe.each(RUNTIMES)("airlock send --to against the relay under $name", ({ no
     expect(failureLine(result)).toBe(
       "airlock: delivery of report.pdf to telegram:999 failed: destination_not_allowed: this session may not deliver to telegram:999",
     );
+    // The file's share URL (signed anew per answer: its expiry and signature may differ).
     const [file] = await files();
-    expect(result.stdout).toBe(`${file!.url}\n`);
+    expect(result.stdout).toMatch(new RegExp(`^${sharedRelay().url}/d/${file!.fileId}\\.\\S+\\n$`));
 
     const json = await send(["report.pdf", "--to", "telegram:999", "--json"]);
     expect(json.code).toBe(1);
