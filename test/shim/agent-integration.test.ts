@@ -3,11 +3,10 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { sendAgainstFakeRelay } from "./send-against-fake-relay";
 import { RUNTIMES, failureLine, prepareShim, runShim } from "./run-shim";
 
-// `airlock tool-schema` and `airlock send --media-tag`: what an agent host and a MEDIA: gateway
-// read from the shim (docs/agent-integration.md).
+// `airlock tool-schema`: what an agent host reads from the shim (docs/agent-integration.md);
+// `send --media-tag` is in agent-media-tag.test.ts.
 
 const PATTERN = String.raw`^(telegram:-?\d+|discord:\d+|slack:[A-Z0-9]+|whatsapp:\d+)$`;
 const TOOL_SCHEMA_USAGE = "airlock tool-schema [--format openai|mcp]";
@@ -33,21 +32,12 @@ interface McpTool {
   annotations: Record<string, boolean>;
 }
 
-/** What a line of `send --json` holds that these tests look at. */
-interface Sent {
-  url: string;
-  name: string;
-  deliveries: { to: string; status: string }[];
-}
-
 let dir: string;
 
 beforeAll(async () => {
   prepareShim();
   dir = await mkdtemp(join(tmpdir(), "airlock-shim-agent-"));
   await writeFile(join(dir, "report.pdf"), `%PDF-1.4\n${randomBytes(2000).toString("hex")}\n`);
-  await writeFile(join(dir, "chart.png"), randomBytes(3000));
-  await writeFile(join(dir, "-odd name.txt"), "a name that starts with a dash\n");
 });
 
 afterAll(async () => {
@@ -199,89 +189,5 @@ describe.each(RUNTIMES)("airlock tool-schema under $name", ({ node }) => {
     // The whole page, with send's --media-tag, is `airlock --help`.
     expect(result.stdout).not.toContain("--media-tag");
     expect((await run(["--help"])).stdout).toContain("[--json] [--media-tag]");
-  });
-});
-
-describe.each(RUNTIMES)("airlock send --media-tag under $name", ({ node }) => {
-  const ctx = sendAgainstFakeRelay(node, () => dir);
-
-  const urls = () => [...ctx.relay.files.values()].map((f) => f.url);
-
-  it("prints MEDIA:<url> per file instead of the bare URL", async () => {
-    const result = await ctx.send(["report.pdf", "chart.png", "--media-tag"]);
-    expect(result.stderr).toBe("");
-    expect(result.code).toBe(0);
-    const [report, chart] = urls();
-    expect(result.stdout).toBe(`MEDIA:${report}\nMEDIA:${chart}\n`);
-    expect(report).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/d\/[0-9a-f]+$/);
-  });
-
-  it("prints the MEDIA line before deliveries, and keeps it when a delivery fails", async () => {
-    ctx.relay.setDeliveryRule((to) =>
-      to === "telegram:123"
-        ? { status: 502, code: "delivery_failed", message: "Bad Request: chat not found" }
-        : undefined,
-    );
-    const result = await ctx.send([
-      "report.pdf",
-      "--media-tag",
-      "--to",
-      "telegram:123",
-      "--to",
-      "discord:456",
-    ]);
-    expect(result.code).toBe(1);
-    expect(result.stdout).toBe(`MEDIA:${urls()[0]}\n`);
-    expect(result.stderrLines).toEqual([
-      "airlock: delivery of report.pdf to telegram:123 failed: delivery_failed: Bad Request: chat not found",
-      "delivered report.pdf to discord:456 (native, sendDocument)",
-    ]);
-  });
-
-  it("with --json, prints per file the MEDIA line, then the JSON line", async () => {
-    const result = await ctx.send([
-      "report.pdf",
-      "chart.png",
-      "--json",
-      "--media-tag",
-      "--to",
-      "slack:C0FFEE",
-    ]);
-    expect(result.code).toBe(0);
-    const lines = result.stdout.replace(/\n$/, "").split("\n");
-    expect(lines).toHaveLength(4);
-    const [report, chart] = urls();
-    expect(lines[0]).toBe(`MEDIA:${report}`);
-    expect(lines[2]).toBe(`MEDIA:${chart}`);
-    const sent = [lines[1], lines[3]].map((line) => JSON.parse(line!) as Sent);
-    expect(sent.map((s) => [s.name, s.url])).toEqual([
-      ["report.pdf", report],
-      ["chart.png", chart],
-    ]);
-    expect(sent.map((s) => s.deliveries.map((d) => d.status))).toEqual([
-      ["delivered"],
-      ["delivered"],
-    ]);
-  });
-
-  it("runs send_file as the docs map it, whatever the caption and path start with", async () => {
-    // docs/agent-integration.md: options as --name=value, the path after `--`.
-    const args = { path: "-odd name.txt", caption: "--json -- sure?", to: ["telegram:-100123"] };
-    const result = await ctx.send([
-      "--json",
-      ...args.to.map((to) => `--to=${to}`),
-      `--caption=${args.caption}`,
-      "--",
-      args.path,
-    ]);
-    expect(result.code).toBe(0);
-    const sent = JSON.parse(result.stdout) as Sent;
-    expect(sent.name).toBe("-odd name.txt");
-    expect(sent.url).toBe(urls()[0]);
-    expect(sent.deliveries).toEqual([
-      expect.objectContaining({ to: "telegram:-100123", status: "delivered" }),
-    ]);
-    const delivery = ctx.relay.calls.find((c) => c.path.endsWith("/deliveries"));
-    expect(delivery?.json).toEqual({ to: "telegram:-100123", caption: "--json -- sure?" });
   });
 });

@@ -19,15 +19,17 @@ import type {
  * the operator's seed, test/support/seed-inbox.ts). This fake is for what the real relay cannot
  * be made to do (docs/testing.md keeps the same list):
  * - serve a file's bytes wrong: other bytes, a missing or disagreeing ETag, a connection cut
- *   after n bytes, a refusal, a 40 KB Content-Disposition (`ContentOverride`);
+ *   after n bytes, a refusal, a 40 KB Content-Disposition or oversized headers
+ *   (`ContentOverride`);
  * - hand out names the relay would clean (hostile inbox names, as from an older relay);
- * - answer a delivery as chosen per destination and attempt, with no chat platform behind it:
- *   a refusal, a failure recorded under a repeated Idempotency-Key, an unreachable platform
- *   (`setDeliveryRule`);
+ * - answer a delivery as chosen per destination and attempt, with no chat platform behind it
+ *   (the shared relay has none configured): a mode and method, a refusal, a failure recorded
+ *   under a repeated Idempotency-Key, an unreachable platform (`setDeliveryRule`);
  * - be a store that fails, stalls, loses or forgets multipart parts and uploads, and counts the
  *   part PUTs in flight and the bytes received (`failPart`, `stallPart`, `dropPart`,
  *   `forgetUpload`, `onPartBytes`, `parts`);
- * - show the requests a shim made, in order, and the disk at each one (`calls`, `onCall`);
+ * - show the requests a shim made, in order, and the disk at each one, or go away mid-run
+ *   (`calls`, `onCall`, `stop`);
  * - listen on TLS with a certificate of the test's own (`tls`).
  */
 
@@ -127,12 +129,8 @@ export interface FakeRelay {
   acked: string[];
   /** Deliveries made, one per Idempotency-Key (or per request without one). */
   deliveries: DeliveryRecord[];
-  /** Puts a file in the inbox; returns the item. */
-  addInboxItem(
-    name: string,
-    bytes: Buffer,
-    options?: { source?: string; content?: ContentOverride },
-  ): InboxItem;
+  /** Puts a file in the inbox (served as `content` says, if given); returns the item. */
+  addInboxItem(name: string, bytes: Buffer, options?: { content?: ContentOverride }): InboxItem;
   /** Replaces how deliveries are answered (default: native `sendDocument`). */
   setDeliveryRule(rule: DeliveryRule): void;
   /** Runs before each answer, with the request: a test can look at the disk at that moment. */
@@ -474,13 +472,6 @@ export async function startFakeRelay(options: FakeRelayOptions = {}): Promise<Fa
       acked.push(itemId);
       return json(200, { itemId, ackedAt: new Date().toISOString() });
     }
-    if (call.method === "GET" && (m = /^\/v1\/files\/([^/]+)$/.exec(path))) {
-      const file = files.get(decodeURIComponent(m[1]!));
-      if (!file) return refuse({ status: 404, code: "file_not_found" });
-      const record: Partial<typeof file> = { ...file };
-      delete record.bytes;
-      return json(200, record);
-    }
     if (call.method === "GET" && (m = /^\/v1\/files\/([^/]+)\/content$/.exec(path))) {
       const fileId = decodeURIComponent(m[1]!);
       const file = files.get(fileId);
@@ -523,7 +514,7 @@ export async function startFakeRelay(options: FakeRelayOptions = {}): Promise<Fa
       if (options.content) contentOverrides.set(file.fileId, options.content);
       const item: InboxItem = {
         itemId: id("i"),
-        source: options.source ?? "telegram:42",
+        source: "telegram:42",
         name,
         size: bytes.length,
         sha256: file.sha256,
