@@ -1,15 +1,18 @@
-import { createHash, randomBytes } from "node:crypto";
+import { randomBytes } from "node:crypto";
 import http from "node:http";
 import https from "node:https";
 import type { AddressInfo } from "node:net";
 import { gunzipSync } from "node:zlib";
-import { partCount, partLength, partSizeFor } from "../../src/part-plan";
+import type { DeliveryRecord, FileRecord, InboxRecord as InboxItem } from "../../src/wire-types";
+import { jsonAnswers, readCall } from "./fake-relay-http";
+import { createPartStore, id, sha256 } from "./fake-relay-parts";
 import type {
-  DeliveryRecord,
-  FileRecord,
-  InboxRecord as InboxItem,
-  MultipartAnswer,
-} from "../../src/wire-types";
+  Call,
+  ContentOverride,
+  DeliveryRule,
+  FakeRelay,
+  FakeRelayOptions,
+} from "./fake-relay-types";
 
 /**
  * A stand-in for the relay on 127.0.0.1 that speaks the routes of docs/api.md the shim uses for
@@ -35,132 +38,19 @@ import type {
 
 export const TOKEN = "fake-session-token";
 
-/** One request as the fake relay received it. */
-export interface Call {
-  method: string;
-  path: string;
-  headers: http.IncomingHttpHeaders;
-  /** The body parsed as JSON, when it was JSON. */
-  json?: unknown;
-}
-
+export type {
+  Call,
+  ContentOverride,
+  DeliveryRule,
+  FakeMultipartUpload,
+  FakeRelay,
+  FakeRelayOptions,
+  PartPut,
+  PartStats,
+  Refusal,
+} from "./fake-relay-types";
 export type { DeliveryRecord, FileRecord } from "../../src/wire-types";
 export type { InboxRecord as InboxItem } from "../../src/wire-types";
-
-/** An answer the fake relay gives instead of the normal one. */
-export interface Refusal {
-  status: number;
-  code?: string;
-  message?: string;
-  headers?: Record<string, string>;
-}
-
-/** How `GET /v1/files/:id/content` serves a file. */
-export interface ContentOverride {
-  /** Bytes to send instead of the file's own. */
-  body?: Buffer;
-  /** The ETag's SHA-256, or null for no ETag (default: the file's SHA-256). */
-  etag?: string | null;
-  /** Cut the connection after sending this many bytes. */
-  cutAfter?: number;
-  /** Answer with an error instead. */
-  refuse?: Refusal;
-  /** Extra (or replacing) response headers, e.g. a huge Content-Disposition. */
-  headers?: Record<string, string>;
-}
-
-/**
- * Decides a delivery's answer: a refusal, or a record with the given mode and method (and an
- * error, for a failed attempt recorded under its key, as the relay returns it when asked again).
- * `attempt` counts the requests with this Idempotency-Key before this one.
- */
-export type DeliveryRule = (
-  to: string,
-  attempt: number,
-) => Refusal | { mode: "native" | "link"; method: string; error?: string } | undefined;
-
-/** A multipart upload as the fake relay (and its store) holds it. */
-export interface FakeMultipartUpload {
-  uploadId: string;
-  name: string;
-  size: number;
-  sha256: string;
-  contentType: string;
-  encoding: string;
-  storedSize: number;
-  storedSha256: string;
-  partSize: number;
-  partSha256: string[];
-  /** Parts the store holds, by number. */
-  held: Map<number, Buffer>;
-  /** Set once completed. */
-  file?: FileRecord;
-}
-
-/** One part PUT as it ended. */
-export interface PartPut {
-  uploadId: string;
-  partNumber: number;
-  /** Body bytes received. */
-  bytes: number;
-  /** The answer's status; 0 when the client went away first (or the part was stalled). */
-  status: number;
-}
-
-/** What the fake store saw of multipart uploads. */
-export interface PartStats {
-  /** Body bytes of every part PUT received, whole or cut short, failed or not. */
-  bytesReceived: number;
-  /** Part PUTs, in the order they ended. */
-  puts: PartPut[];
-  /** Part PUTs in flight right now, and the most there ever were at once. */
-  inFlight: number;
-  maxInFlight: number;
-}
-
-export interface FakeRelay {
-  url: string;
-  calls: Call[];
-  /** Files by id, with their bytes. */
-  files: Map<string, FileRecord & { bytes: Buffer }>;
-  /** Items still in the inbox, by id. */
-  inbox: Map<string, InboxItem>;
-  /** Item ids acknowledged, in order. */
-  acked: string[];
-  /** Deliveries made, one per Idempotency-Key (or per request without one). */
-  deliveries: DeliveryRecord[];
-  /** Puts a file in the inbox (served as `content` says, if given); returns the item. */
-  addInboxItem(name: string, bytes: Buffer, options?: { content?: ContentOverride }): InboxItem;
-  /** Replaces how deliveries are answered (default: native `sendDocument`). */
-  setDeliveryRule(rule: DeliveryRule): void;
-  /** Runs before each answer, with the request: a test can look at the disk at that moment. */
-  onCall(hook: ((call: Call) => void) | undefined): void;
-  /** Requests of `METHOD /path` form, in order. */
-  routes(): string[];
-  /** Multipart uploads by id. */
-  multipart: Map<string, FakeMultipartUpload>;
-  /** What the store saw of part PUTs. */
-  parts: PartStats;
-  /** The next `times` PUTs of part `partNumber` (of any upload) are answered `status` (503). */
-  failPart(partNumber: number, times: number, status?: number): void;
-  /** PUTs of part `partNumber` are read but never answered (until `stalled` is false). */
-  stallPart(partNumber: number, stalled?: boolean): void;
-  /** Runs after each chunk of a part PUT's body arrives, with `parts.bytesReceived`. */
-  onPartBytes(hook: ((total: number) => void) | undefined): void;
-  /** Forgets an upload: `GET /v1/uploads/:id` answers 404 upload_not_found. */
-  forgetUpload(uploadId: string): void;
-  /** Drops a part the store held, as if it had lost it (complete then finds it missing). */
-  dropPart(uploadId: string, partNumber: number): void;
-  stop(): Promise<void>;
-}
-
-const sha256 = (bytes: Buffer) => createHash("sha256").update(bytes).digest("hex");
-const id = (prefix: string) => `${prefix}_${randomBytes(6).toString("hex")}`;
-
-/** How the fake relay listens: plain http, or https with this key and certificate. */
-export interface FakeRelayOptions {
-  tls?: { key: string; cert: string };
-}
 
 export async function startFakeRelay(options: FakeRelayOptions = {}): Promise<FakeRelay> {
   const calls: Call[] = [];
@@ -178,99 +68,8 @@ export async function startFakeRelay(options: FakeRelayOptions = {}): Promise<Fa
   let rule: DeliveryRule = () => undefined;
   let hook: ((call: Call) => void) | undefined;
   let base = "";
-  const multipart = new Map<string, FakeMultipartUpload>();
-  const parts: PartStats = { bytesReceived: 0, puts: [], inFlight: 0, maxInFlight: 0 };
-  const failures = new Map<number, { times: number; status: number }>();
-  const stalled = new Set<number>();
-  let partHook: ((total: number) => void) | undefined;
-
-  const b64 = (hex: string) => Buffer.from(hex, "hex").toString("base64");
-  const s3Error = (res: http.ServerResponse, status: number, code: string) => {
-    const text = `<?xml version="1.0" encoding="UTF-8"?><Error><Code>${code}</Code><Message>${code}</Message></Error>`;
-    res.writeHead(status, { "content-type": "application/xml" }).end(text);
-  };
-
-  /** The missing parts of an upload, each with a fresh signed PUT on this fake relay. */
-  function multipartAnswer(upload: FakeMultipartUpload): MultipartAnswer {
-    const count = upload.partSha256.length;
-    const missing = [];
-    for (let n = 1; n <= count; n++) {
-      if (upload.held.has(n)) continue;
-      missing.push({
-        partNumber: n,
-        put: {
-          method: "PUT" as const,
-          url: `${base}/part/${upload.uploadId}/${n}?X-Amz-Signature=${randomBytes(8).toString("hex")}`,
-          headers: {
-            "content-length": String(partLength(upload.storedSize, upload.partSize, n)),
-            "x-amz-checksum-sha256": b64(upload.partSha256[n - 1]!),
-          },
-        },
-      });
-    }
-    return {
-      status: "multipart",
-      uploadId: upload.uploadId,
-      expiresAt: new Date(Date.now() + 3_600_000).toISOString(),
-      partSize: upload.partSize,
-      partCount: count,
-      parts: missing,
-    };
-  }
-
-  /**
-   * A part PUT, as a strict store takes it: streamed, checked against the signed length and
-   * checksum, held only when whole and matching (400 BadDigest otherwise, nothing kept).
-   */
-  function putPart(
-    req: http.IncomingMessage,
-    res: http.ServerResponse,
-    uploadId: string,
-    n: number,
-  ) {
-    parts.inFlight++;
-    parts.maxInFlight = Math.max(parts.maxInFlight, parts.inFlight);
-    const put: PartPut = { uploadId, partNumber: n, bytes: 0, status: 0 };
-    let ended = false;
-    const end = () => {
-      if (ended) return;
-      ended = true;
-      parts.inFlight--;
-      put.status = res.headersSent ? res.statusCode : 0;
-      parts.puts.push(put);
-    };
-    res.once("close", end);
-    const hash = createHash("sha256");
-    const chunks: Buffer[] = [];
-    req.on("data", (chunk: Buffer) => {
-      put.bytes += chunk.length;
-      parts.bytesReceived += chunk.length;
-      hash.update(chunk);
-      chunks.push(chunk);
-      partHook?.(parts.bytesReceived);
-    });
-    req.once("end", () => {
-      const upload = multipart.get(uploadId);
-      if (!upload || upload.file) return s3Error(res, 404, "NoSuchUpload");
-      if (n < 1 || n > upload.partSha256.length) return s3Error(res, 400, "InvalidArgument");
-      const length = partLength(upload.storedSize, upload.partSize, n);
-      const signed =
-        req.headers["content-length"] === String(length) &&
-        req.headers["x-amz-checksum-sha256"] === b64(upload.partSha256[n - 1]!);
-      if (!signed) return s3Error(res, 403, "SignatureDoesNotMatch");
-      if (stalled.has(n)) return; // Never answered.
-      const failure = failures.get(n);
-      if (failure && failure.times > 0) {
-        failure.times--;
-        return s3Error(res, failure.status, "ServiceUnavailable");
-      }
-      if (put.bytes !== length || hash.digest("hex") !== upload.partSha256[n - 1]) {
-        return s3Error(res, 400, "BadDigest");
-      }
-      upload.held.set(n, Buffer.concat(chunks));
-      res.writeHead(200, { etag: `"${randomBytes(8).toString("hex")}"` }).end();
-    });
-  }
+  const store = createPartStore(() => base);
+  const { multipart, multipartAnswer, putPart } = store;
 
   function addFile(name: string, bytes: Buffer, contentType: string): FileRecord {
     const now = new Date();
@@ -299,36 +98,11 @@ export async function startFakeRelay(options: FakeRelayOptions = {}): Promise<Fa
       calls.push({ method: "PUT", path: `/part/${part[1]}/${part[2]}`, headers: req.headers });
       return putPart(req, res, part[1]!, Number(part[2]));
     }
-    const chunks: Buffer[] = [];
-    for await (const chunk of req) chunks.push(chunk as Buffer);
-    const raw = Buffer.concat(chunks);
-    const path = (req.url ?? "/").split("?")[0]!;
-    const call: Call = { method: req.method ?? "GET", path, headers: req.headers };
-    if (req.headers["content-type"]?.startsWith("application/json")) {
-      try {
-        call.json = JSON.parse(raw.toString("utf8"));
-      } catch {
-        call.json = raw.toString("utf8");
-      }
-    }
+    const { call, raw, path } = await readCall(req);
     calls.push(call);
     hook?.(call);
 
-    const json = (status: number, body: unknown, headers: Record<string, string> = {}) => {
-      const text = JSON.stringify(body);
-      res.writeHead(status, {
-        "content-type": "application/json",
-        "content-length": String(Buffer.byteLength(text)),
-        ...headers,
-      });
-      res.end(text);
-    };
-    const refuse = (r: Refusal) =>
-      json(
-        r.status,
-        { error: { code: r.code ?? "error", message: r.message ?? "refused" } },
-        r.headers,
-      );
+    const { json, refuse } = jsonAnswers(res);
 
     if (path.startsWith("/v1/") && req.headers.authorization !== `Bearer ${TOKEN}`) {
       return refuse({ status: 401, code: "unauthorized", message: "bad token" });
@@ -349,28 +123,8 @@ export async function startFakeRelay(options: FakeRelayOptions = {}): Promise<Fa
       };
       if (body.storedSize === undefined) return json(200, { status: "missing" });
       if (body.partSha256 !== undefined) {
-        const partSize = partSizeFor(body.size);
-        const digests = body.partSha256;
-        const valid =
-          Array.isArray(digests) &&
-          digests.length === partCount(body.storedSize, partSize) &&
-          digests.every((d) => typeof d === "string" && /^[0-9a-f]{64}$/.test(d));
-        if (!valid) {
-          return refuse({ status: 400, code: "invalid_request", message: "bad partSha256" });
-        }
-        const upload: FakeMultipartUpload = {
-          uploadId: id("u"),
-          name: body.name,
-          size: body.size,
-          sha256: body.sha256,
-          contentType: body.contentType ?? "application/octet-stream",
-          encoding: body.encoding ?? "identity",
-          storedSize: body.storedSize,
-          storedSha256: body.storedSha256 ?? "",
-          partSize,
-          partSha256: digests as string[],
-          held: new Map(),
-        };
+        const upload = store.openUpload({ ...body, storedSize: body.storedSize });
+        if ("status" in upload) return refuse(upload);
         multipart.set(upload.uploadId, upload);
         return json(201, multipartAnswer(upload));
       }
@@ -413,17 +167,8 @@ export async function startFakeRelay(options: FakeRelayOptions = {}): Promise<Fa
     ) {
       const upload = multipart.get(decodeURIComponent(m[1]!))!;
       if (upload.file) return json(200, upload.file);
-      if (upload.held.size < upload.partSha256.length) {
-        return refuse({ status: 409, code: "upload_incomplete", message: "parts are missing" });
-      }
-      const stored = Buffer.concat(upload.partSha256.map((_, i) => upload.held.get(i + 1)!));
-      if (stored.length !== upload.storedSize || sha256(stored) !== upload.storedSha256) {
-        return refuse({ status: 409, code: "upload_rejected", message: "stored bytes differ" });
-      }
-      const original = upload.encoding === "gzip" ? gunzipSync(stored) : stored;
-      if (original.length !== upload.size || sha256(original) !== upload.sha256) {
-        return refuse({ status: 409, code: "upload_rejected", message: "original bytes differ" });
-      }
+      const original = store.assemble(upload);
+      if (!Buffer.isBuffer(original)) return refuse(original);
       upload.file = addFile(upload.name, original, upload.contentType);
       upload.held.clear(); // The parts became the object.
       return json(201, upload.file);
@@ -535,23 +280,12 @@ export async function startFakeRelay(options: FakeRelayOptions = {}): Promise<Fa
       return calls.map((c) => `${c.method} ${c.path}`);
     },
     multipart,
-    parts,
-    failPart(partNumber, times, status = 503) {
-      failures.set(partNumber, { times, status });
-    },
-    stallPart(partNumber, stall = true) {
-      if (stall) stalled.add(partNumber);
-      else stalled.delete(partNumber);
-    },
-    onPartBytes(next) {
-      partHook = next;
-    },
-    forgetUpload(uploadId) {
-      multipart.delete(uploadId);
-    },
-    dropPart(uploadId, partNumber) {
-      multipart.get(uploadId)?.held.delete(partNumber);
-    },
+    parts: store.parts,
+    failPart: store.failPart,
+    stallPart: store.stallPart,
+    onPartBytes: store.onPartBytes,
+    forgetUpload: store.forgetUpload,
+    dropPart: store.dropPart,
     async stop() {
       server.closeAllConnections();
       await new Promise((resolve) => server.close(resolve));
