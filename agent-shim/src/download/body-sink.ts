@@ -87,10 +87,31 @@ export function drain(
       if (writing === undefined && heldBytes >= BATCH_BYTES) flush();
       else if (heldBytes >= MAX_HELD_BYTES) res.pause();
     });
+    // A connection cut: the bytes already taken are good, so they reach the file before this
+    // settles (a resume then starts where the connection stopped, not up to a batch before).
+    const cut = (err: unknown) => {
+      if (failed) return;
+      failed = true;
+      void (writing ?? Promise.resolve())
+        .then(async () => {
+          if (heldBytes === 0) return;
+          const buffers = held;
+          const bytes = heldBytes;
+          const at = position === null ? undefined : position + written;
+          held = [];
+          heldBytes = 0;
+          const { bytesWritten } = await file.writev(buffers, at);
+          if (bytesWritten !== bytes) return;
+          written += bytes;
+          onWritten?.(buffers, at ?? written - bytes);
+        })
+        .catch(() => {})
+        .finally(() => reject(err));
+    };
     // `finished` also settles for a response that ended, failed or was cut off before this was
     // called (the caller may await other things between the response's head and here).
     finished(res, (err) => {
-      if (err) return fail(err);
+      if (err) return cut(err);
       ended = true;
       if (failed || writing !== undefined) return;
       if (heldBytes > 0) flush();
