@@ -1,23 +1,22 @@
 import { randomBytes } from "node:crypto";
 import { mkdir, mkdtemp, readFile, readdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { AirlockClient, AirlockError, type FetchLike, type InboxRecord } from "../../sdk/src/node";
-import { type RunningRelay } from "../support/relay";
 import { rejectionOf } from "../support/rejection";
-import { closeSdkSuite, MiB, openSdkSuite, randomStream, sha256, shimSendTo } from "./sdk-support";
+import {
+  airlock,
+  dir,
+  relay,
+  shimSend,
+  useSdkSuite,
+  MiB,
+  randomStream,
+  sha256,
+} from "./sdk-support";
 
 describe("the operator SDK against the relay under wrangler dev", () => {
-  let relay: RunningRelay;
-  let airlock: AirlockClient;
-  let dir: string;
-
-  beforeAll(async () => {
-    ({ relay, airlock, dir } = await openSdkSuite());
-  });
-  afterAll(() => closeSdkSuite(relay, dir));
-
-  const shimSend = (token: string, ...paths: string[]) => shimSendTo(relay.url, token, ...paths);
+  useSdkSuite();
 
   it("seeds the inbox from bytes, a Blob, a stream and a path; the sandbox sees each SHA-256 and gets each byte", async () => {
     const { sessionId, token } = await airlock.createSession();

@@ -3,19 +3,12 @@ import { randomBytes } from "node:crypto";
 import { existsSync } from "node:fs";
 import { mkdtemp, readFile, readdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { RUNTIMES } from "../shim/run-shim";
-import { type RunningRelay } from "../support/relay";
-import { closeSdkSuite, MiB, openSdkSuite, root, sha256 } from "./sdk-support";
+import { dir, relay, useSdkSuite, MiB, root, sha256 } from "./sdk-support";
 
 describe("the operator SDK against the relay under wrangler dev", () => {
-  let relay: RunningRelay;
-  let dir: string;
-
-  beforeAll(async () => {
-    ({ relay, dir } = await openSdkSuite());
-  });
-  afterAll(() => closeSdkSuite(relay, dir));
+  useSdkSuite();
 
   describe("the built package (sdk/dist, `airlock-relay-sdk/node`) on every supported Node", () => {
     beforeAll(() => {

@@ -1,23 +1,14 @@
 import { randomBytes } from "node:crypto";
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { AirlockClient, AirlockError, AirlockSession, type FetchLike } from "../../sdk/src/node";
-import { freePort, type RunningRelay } from "../support/relay";
+import { freePort } from "../support/relay";
 import { rejectionOf } from "../support/rejection";
-import { closeSdkSuite, MiB, openSdkSuite, shimSendTo } from "./sdk-support";
+import { airlock, dir, relay, shimSend, useSdkSuite, MiB } from "./sdk-support";
 
 describe("the operator SDK against the relay under wrangler dev", () => {
-  let relay: RunningRelay;
-  let airlock: AirlockClient;
-  let dir: string;
-
-  beforeAll(async () => {
-    ({ relay, airlock, dir } = await openSdkSuite());
-  });
-  afterAll(() => closeSdkSuite(relay, dir));
-
-  const shimSend = (token: string, ...paths: string[]) => shimSendTo(relay.url, token, ...paths);
+  useSdkSuite();
 
   it("creates a session and revokes it: its token then gets 401 session_revoked as an AirlockError", async () => {
     const grant = await airlock.createSession({ quotaBytes: 10 * MiB, ttlSeconds: 600 });

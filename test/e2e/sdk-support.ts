@@ -3,7 +3,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { expect } from "vitest";
+import { afterAll, beforeAll, expect } from "vitest";
 import { AirlockClient } from "../../sdk/src/node";
 import { prepareShim, runShim } from "../shim/run-shim";
 import type { RunningRelay } from "../support/relay";
@@ -31,29 +31,29 @@ export function randomStream(size: number) {
   return { stream, digest: () => hash.digest("hex") };
 }
 
-/** For `beforeAll`: the shared relay, an operator client on it and a fresh temp directory. */
-export async function openSdkSuite(): Promise<{
-  relay: RunningRelay;
-  airlock: AirlockClient;
-  dir: string;
-}> {
-  prepareShim();
-  const relay = sharedRelay();
-  const airlock = new AirlockClient({ url: relay.url, adminToken: relay.adminToken });
-  const dir = await mkdtemp(join(tmpdir(), "airlock-sdk-"));
-  return { relay, airlock, dir };
-}
+/** The suite's shared relay, operator client and temp directory (live bindings, set by `useSdkSuite`). */
+export let relay: RunningRelay;
+export let airlock: AirlockClient;
+export let dir: string;
 
-/** For `afterAll`: what `openSdkSuite` opened. */
-export async function closeSdkSuite(relay: RunningRelay | undefined, dir: string | undefined) {
-  await relay?.stop();
-  if (dir) await rm(dir, { recursive: true, force: true });
+/** Registers the suite's `beforeAll`/`afterAll`: the shim built, the shared relay, a temp directory. */
+export function useSdkSuite(): void {
+  beforeAll(async () => {
+    prepareShim();
+    relay = sharedRelay();
+    airlock = new AirlockClient({ url: relay.url, adminToken: relay.adminToken });
+    dir = await mkdtemp(join(tmpdir(), "airlock-sdk-"));
+  });
+  afterAll(async () => {
+    await relay?.stop();
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
 }
 
 /** `airlock send --json` in a sandbox with `token`: one record per file. */
-export async function shimSendTo(url: string, token: string, ...paths: string[]) {
+export async function shimSend(token: string, ...paths: string[]) {
   const sent = await runShim(["send", ...paths, "--json"], {
-    env: { AIRLOCK_URL: url, AIRLOCK_TOKEN: token },
+    env: { AIRLOCK_URL: relay.url, AIRLOCK_TOKEN: token },
   });
   expect(sent.stderr).toBe("");
   expect(sent.code).toBe(0);
