@@ -9,7 +9,6 @@ import { startStrictS3, type StrictS3 } from "../fixtures/s3/strict-s3";
 import { prepareShim, relayEnv, runShim } from "../shim/run-shim";
 import { runDriver, shimDrivers, type ShimDriver } from "../shim/shims";
 import { startRelay, type RunningRelay } from "../support/relay";
-import { sharedRelay } from "../support/shared-relay";
 import { s3Vars } from "../support/s3-vars";
 import { SNIFF_BYTES } from "../../src/content/magic-bytes";
 
@@ -293,28 +292,5 @@ describe("GET /v1/files/:id/content on s3 (wrangler dev, strict S3)", () => {
     );
     expect(sha256(await readFile(join(out, "big.bin")))).toBe(sha256(bytes));
     expect(objectGets.map((r) => r.status)).toEqual([200]);
-  });
-});
-
-describe("GET /v1/files/:id/content on r2 (wrangler dev)", () => {
-  let relay: RunningRelay;
-  beforeAll(async () => {
-    relay = sharedRelay();
-  });
-  afterAll(async () => {
-    await relay?.stop();
-  });
-
-  it("streams the bytes itself: 200, no redirect", async () => {
-    const operator = new AirlockClient({ url: relay.url, adminToken: relay.adminToken });
-    const { sessionId, token } = await relay.mintSession();
-    const bytes = randomFillSync(Buffer.alloc(100_000));
-    const item = await operator.seedInbox(sessionId, bytes, { name: "r2.bin" });
-    const answer = await fetch(`${relay.url}/v1/files/${item.file.fileId}/content`, {
-      headers: bearer(token),
-      redirect: "manual",
-    });
-    expect(answer.status).toBe(200);
-    expect(sha256(new Uint8Array(await answer.arrayBuffer()))).toBe(sha256(bytes));
   });
 });

@@ -1,5 +1,4 @@
-import { createHash, randomBytes } from "node:crypto";
-import http from "node:http";
+import { randomBytes } from "node:crypto";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -10,24 +9,22 @@ import { prepareShim, relayEnv, runShim } from "../shim/run-shim";
 import { startRelay, type RunningRelay } from "../support/relay";
 import { postTelegramUpdate, telegramUpdate } from "../support/telegram-update";
 import { discordKeys, nowSeconds, slackSignature } from "../support/webhook-signing";
+import {
+  filesAt,
+  inboundRelayVars,
+  inboxAt,
+  MiB,
+  postBody,
+  sha256,
+  SLACK_SECRET,
+  TELEGRAM_SECRET,
+  type InboxItem,
+} from "./inbound-support";
 
 /**
  * The relay's inbound doors as a stranger or a chat member would push on them, against
  * `wrangler dev` and the fake Telegram / Discord / Slack servers.
  */
-const TELEGRAM_SECRET = "inbound-telegram-webhook-secret";
-const SLACK_SECRET = "inbound-slack-signing-secret";
-const MiB = 1024 * 1024;
-
-const sha256 = (bytes: Uint8Array) => createHash("sha256").update(bytes).digest("hex");
-
-interface InboxItem {
-  itemId: string;
-  name: string;
-  size: number;
-  source: string;
-}
-
 describe("inbound attachments, seeds and webhook bodies", () => {
   let fakes: FakePlatforms;
   let relay: RunningRelay;
@@ -41,21 +38,7 @@ describe("inbound attachments, seeds and webhook bodies", () => {
     prepareShim();
     discord = await discordKeys();
     fakes = await startFakePlatforms();
-    relay = await startRelay({
-      vars: {
-        TELEGRAM_BOT_TOKEN: fakes.telegram.token,
-        TELEGRAM_WEBHOOK_SECRET: TELEGRAM_SECRET,
-        TELEGRAM_API_ROOT: fakes.telegram.url,
-        DISCORD_BOT_TOKEN: fakes.discord.token,
-        DISCORD_PUBLIC_KEY: discord.publicKeyHex,
-        DISCORD_API_BASE: fakes.discord.url,
-        DISCORD_ATTACHMENT_HOSTS: new URL(fakes.discord.url).host,
-        SLACK_BOT_TOKEN: fakes.slack.token,
-        SLACK_SIGNING_SECRET: SLACK_SECRET,
-        SLACK_API_URL: fakes.slack.url,
-        SLACK_FILE_HOSTS: new URL(fakes.slack.url).host,
-      },
-    });
+    relay = await startRelay({ vars: inboundRelayVars(fakes, discord) });
     dir = await mkdtemp(join(tmpdir(), "airlock-inbound-"));
     forgedTarget = await relay.mintSession({ destinations: ["telegram:73001", "slack:C73002"] });
   });
@@ -66,24 +49,9 @@ describe("inbound attachments, seeds and webhook bodies", () => {
     if (dir) await rm(dir, { recursive: true, force: true });
   });
 
-  async function inboxOf(token: string, expected: number): Promise<InboxItem[]> {
-    // The relay fetches attachments in the background after answering the webhook.
-    for (let i = 0; ; i++) {
-      const response = await fetch(`${relay.url}/v1/inbox`, {
-        headers: { authorization: `Bearer ${token}` },
-      });
-      const { items } = (await response.json()) as { items: InboxItem[] };
-      if (items.length >= expected || i >= 80) return items;
-      await new Promise((resolve) => setTimeout(resolve, 250));
-    }
-  }
-
-  async function filesOf(token: string): Promise<unknown[]> {
-    const response = await fetch(`${relay.url}/v1/files`, {
-      headers: { authorization: `Bearer ${token}` },
-    });
-    return ((await response.json()) as { files: unknown[] }).files;
-  }
+  const inboxOf = (token: string, expected: number): Promise<InboxItem[]> =>
+    inboxAt(relay.url, token, expected);
+  const filesOf = (token: string): Promise<unknown[]> => filesAt(relay.url, token);
 
   function telegram(chat: string, message: object, secret = TELEGRAM_SECRET) {
     return postTelegramUpdate(relay.url, secret, telegramUpdate(++updateId, chat, message));
@@ -242,61 +210,9 @@ describe("inbound attachments, seeds and webhook bodies", () => {
     expect(await filesOf(session.token)).toEqual([]);
   });
 
-  /**
-   * Posts `prefix` padded with spaces to `total` bytes (chunked when no `content-length` is
-   * given) and resolves with the answer. `wrangler dev`'s proxy holds an
-   * answer until the request body has arrived, so the body is sent whole (the Workers-runtime
-   * tests show the relay answering while the body is still unsent); and after a body the Worker
-   * left unread, the proxy may answer the next POST with its own 503 ("Your worker restarted
-   * mid-request"), never the relay's: that one is sent again.
-   */
-  async function post(
-    path: string,
-    headers: Record<string, string>,
-    total: number,
-    prefix = "",
-  ): Promise<{ status: number; body: string }> {
-    for (let attempt = 1; ; attempt++) {
-      // `wrangler dev`'s proxy may also reset the connection of a body the Worker refused
-      // before reading it all (seen on a loaded machine): that is asked again too.
-      const answer = await postOnce(path, headers, total, prefix).catch((error: unknown) => {
-        if (attempt < 3 && (error as NodeJS.ErrnoException).code === "ECONNRESET") return null;
-        throw error;
-      });
-      if (answer === null) continue;
-      if (answer.status !== 503 || !answer.body.includes("restarted mid-request") || attempt === 3)
-        return answer;
-    }
-  }
-
-  function postOnce(
-    path: string,
-    headers: Record<string, string>,
-    total: number,
-    prefix: string,
-  ): Promise<{ status: number; body: string }> {
-    return new Promise((resolve, reject) => {
-      const request = http.request(`${relay.url}${path}`, { method: "POST", headers });
-      request.on("response", (response) => {
-        let body = "";
-        response.on("data", (chunk: Buffer) => (body += chunk.toString()));
-        response.on("end", () => resolve({ status: response.statusCode ?? 0, body }));
-      });
-      request.on("error", reject);
-      const chunk = Buffer.alloc(MiB, 0x20);
-      request.write(prefix);
-      let sent = Buffer.byteLength(prefix);
-      const write = () => {
-        while (sent < total) {
-          const piece = chunk.subarray(0, Math.min(MiB, total - sent));
-          sent += piece.length;
-          if (!request.write(piece)) return void request.once("drain", write);
-        }
-        request.end();
-      };
-      write();
-    });
-  }
+  /** Posts a body of `total` bytes to the relay (see `postBody`). */
+  const post = (path: string, headers: Record<string, string>, total: number, prefix = "") =>
+    postBody(relay.url, path, headers, total, prefix);
 
   it("refuses forged webhooks with huge bodies and stores nothing", async () => {
     const chat = "73001";

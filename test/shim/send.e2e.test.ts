@@ -1,30 +1,14 @@
-import { createHash, randomBytes } from "node:crypto";
+import { randomBytes } from "node:crypto";
 import { mkdtemp, readFile, readdir, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { SendResult } from "../../agent-shim/src/upload/send-result";
 import { startStrictS3, type StrictS3 } from "../fixtures/s3/strict-s3";
 import { startRelay, type RunningRelay } from "../support/relay";
 import { startFlakyProxy } from "./flaky-proxy";
 import { RUNTIMES, failureLine, prepareShim, runShim, type RunOptions, relayEnv } from "./run-shim";
 import { s3Vars } from "../support/s3-vars";
-
-/** One line of `airlock send --json`. */
-type Sent = SendResult;
-
-const sha256 = (bytes: Uint8Array) => createHash("sha256").update(bytes).digest("hex");
-
-/** Compressible text, like a log file, made unique by `tag` so that it is never a dedup hit. */
-function logText(tag: string, lines: number): string {
-  const out = [`run ${tag}`];
-  for (let i = 0; i < lines; i++) {
-    out.push(
-      `2026-11-21T12:00:${String(i % 60).padStart(2, "0")}Z INFO worker[${i % 7}] processed item ${i} in ${i % 97} ms`,
-    );
-  }
-  return out.join("\n") + "\n";
-}
+import { expectRoundTripWith, logText, sendJsonWith, sha256, type Sent } from "./send-e2e-support";
 
 beforeAll(() => prepareShim());
 
@@ -55,36 +39,9 @@ describe.each(["r2", "s3"] as const)("airlock against wrangler dev (%s storage)"
   const shim = (args: string[], options: RunOptions = {}) =>
     runShim(args, { cwd: dir, env, ...options });
 
-  /** Sends one file and checks the JSON line; returns it. */
-  async function sendJson(path: string, node?: string): Promise<Sent> {
-    const result = await shim(["send", path, "--json"], { node });
-    expect(result.stderr, result.stderr).toBe("");
-    expect(result.code).toBe(0);
-    const lines = result.stdout.trim().split("\n");
-    expect(lines).toHaveLength(1);
-    return JSON.parse(lines[0]!) as Sent;
-  }
-
-  /** Fetches a file back three ways (get by id, get by share URL, plain HTTP) and checks each. */
-  async function expectRoundTrip(sent: Sent, bytes: Buffer, node?: string): Promise<void> {
-    const byId = await mkdtemp(join(dir, "by-id-"));
-    const got = await shim(["get", sent.fileId], { node, cwd: byId });
-    expect(got.stderr, got.stderr).toBe("");
-    expect(got.code).toBe(0);
-    expect(got.stdout).toBe(`${sent.name}\n`);
-    expect(sha256(await readFile(join(byId, sent.name)))).toBe(sha256(bytes));
-
-    const byLink = await mkdtemp(join(dir, "by-link-"));
-    const linked = await shim(["get", sent.url], { node, cwd: byLink, env: {} });
-    expect(linked.stderr, linked.stderr).toBe("");
-    expect(linked.code).toBe(0);
-    expect(await readdir(byLink)).toEqual([sent.name]);
-    expect(sha256(await readFile(join(byLink, sent.name)))).toBe(sha256(bytes));
-
-    const response = await fetch(sent.url);
-    expect(response.status).toBe(200);
-    expect(sha256(new Uint8Array(await response.arrayBuffer()))).toBe(sha256(bytes));
-  }
+  const sendJson = (path: string, node?: string) => sendJsonWith(shim, path, node);
+  const expectRoundTrip = (sent: Sent, bytes: Buffer, node?: string) =>
+    expectRoundTripWith(shim, dir, sent, bytes, node);
 
   describe.each(RUNTIMES)("under $name", ({ name: runtime, node }) => {
     const tag = `${storage} ${runtime} ${randomBytes(8).toString("hex")}`;
