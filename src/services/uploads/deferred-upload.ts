@@ -16,7 +16,7 @@ import { deferredUploadKey } from "../../storage";
 import type { MultipartAnswer, PartUpload } from "../../wire-types";
 import { toFileRecord, type FileRecord } from "../file-record";
 import { byteCount, fileName, mediaType } from "../validation";
-import { deferredPartLength, storedFormAtComplete, type CompleteBody } from "./deferred-gzip";
+import { storedFormAtComplete, type CompleteBody } from "./deferred-gzip";
 import { checkDeclaredSize, quotaExceeded, storedBytesRefusal } from "./declared-limits";
 import { heldContentFile } from "./held-content";
 import {
