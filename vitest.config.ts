@@ -62,6 +62,7 @@ export default defineConfig({
           maxWorkers: 4,
           sequence: { groupOrder: 1 },
           globalSetup: ["./test/support/shared-relay.setup.ts"],
+          setupFiles: ["./test/support/client-keep-alive.setup.ts"],
         },
       }),
     ],
