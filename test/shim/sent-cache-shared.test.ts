@@ -33,7 +33,15 @@ describe("the sent-cache, shared by the Node and Python shims", () => {
       });
       expect(result.stderr).toBe("");
       expect(result.code).toBe(0);
-      const declares = (await declaresOf(sessionId)).slice(before);
+      // The relay's log reaches its file a moment after the answer: wait for this send's last
+      // line (a dedup hit, or the completion of an upload), so the next send counts only its own.
+      const settled = (lines: string[]) =>
+        lines.some((l) => ["declared deduped", "upload_completed", "single_upload"].includes(l));
+      let declares: string[] = [];
+      for (let waited = 0; !settled(declares) && waited < 15_000; waited += 100) {
+        declares = (await declaresOf(sessionId)).slice(before);
+        if (!settled(declares)) await new Promise((r) => setTimeout(r, 100));
+      }
       return { result: JSON.parse(result.stdout.trim()) as SendResult, declares };
     };
     const a = randomBytes(9 * MiB);
