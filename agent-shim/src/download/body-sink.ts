@@ -49,26 +49,30 @@ export function drain(
       if (pending === undefined) reject(err);
       else void pending.finally(() => reject(err));
     };
-    const flush = () => {
+    /** Writes what is held at its place; a failed write throws `SinkWriteError`. */
+    const writeHeld = async () => {
       const buffers = held;
       const bytes = heldBytes;
       const at = position === null ? undefined : position + written;
       held = [];
       heldBytes = 0;
+      try {
+        const { bytesWritten } = await file.writev(buffers, at);
+        if (bytesWritten !== bytes) throw new Error(`wrote ${bytesWritten} of ${bytes} bytes`);
+      } catch (err) {
+        throw new SinkWriteError(err);
+      }
+      written += bytes;
+      onWritten?.(buffers, at ?? written - bytes);
+    };
+    const flush = () => {
       writing = (async () => {
         try {
-          const { bytesWritten } = await file.writev(buffers, at);
-          if (bytesWritten !== bytes) throw new Error(`wrote ${bytesWritten} of ${bytes} bytes`);
-        } catch (err) {
-          return fail(new SinkWriteError(err));
-        }
-        written += bytes;
-        writing = undefined;
-        try {
-          onWritten?.(buffers, at ?? written - bytes);
+          await writeHeld();
         } catch (err) {
           return fail(err);
         }
+        writing = undefined;
         if (failed) return;
         if (heldBytes >= BATCH_BYTES || (ended && heldBytes > 0)) return flush();
         if (ended) return resolve(written);
@@ -93,18 +97,7 @@ export function drain(
       if (failed) return;
       failed = true;
       void (writing ?? Promise.resolve())
-        .then(async () => {
-          if (heldBytes === 0) return;
-          const buffers = held;
-          const bytes = heldBytes;
-          const at = position === null ? undefined : position + written;
-          held = [];
-          heldBytes = 0;
-          const { bytesWritten } = await file.writev(buffers, at);
-          if (bytesWritten !== bytes) return;
-          written += bytes;
-          onWritten?.(buffers, at ?? written - bytes);
-        })
+        .then(() => (heldBytes > 0 ? writeHeld() : undefined))
         .catch(() => {})
         .finally(() => reject(err));
     };

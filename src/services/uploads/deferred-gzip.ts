@@ -9,6 +9,7 @@ import type { Upload } from "../../db/uploads";
 import { AppError } from "../../errors";
 import { maxStoredSize, partCount, partLength } from "../../part-plan";
 import { byteCount, sha256Hex } from "../validation";
+import { checkPartNumber } from "./part-number";
 
 /**
  * gzip sent from its first byte (docs/api.md, "gzip with the hash at complete"): the declare
@@ -55,9 +56,7 @@ export function deferredPartLength(upload: Upload, partNumber: number, size?: nu
   const { storedSize } = upload;
   const partSize = upload.multipart?.partSize ?? storedSize;
   const count = partCount(storedSize, partSize);
-  if (partNumber < 1 || partNumber > count) {
-    throw new AppError("invalid_request", `this upload has parts 1 to ${count}`);
-  }
+  checkPartNumber(partNumber, count);
   const planned = partLength(storedSize, partSize, partNumber);
   if (!storedSizeUnknown(upload)) {
     if (size !== undefined && size !== planned) {

@@ -4,6 +4,7 @@ import { base64ToHex, hexToBase64 } from "../../encoding";
 import { AppError } from "../../errors";
 import { partLength } from "../../part-plan";
 import { deferredPartLength, storedSizeUnknown } from "./deferred-gzip";
+import { checkPartNumber } from "./part-number";
 import { ContentRejectedError, MultipartUploadGoneError } from "../../storage/blob-store";
 import {
   isMultipart,
@@ -79,9 +80,7 @@ export function checkedPart(
   const count = plannedParts(upload);
   const sha256Hex =
     partSha256.length === 0 ? checksumHex(put.checksum) : partSha256[partNumber - 1];
-  if (!Number.isInteger(partNumber) || partNumber < 1 || partNumber > count) {
-    throw new AppError("invalid_request", `this upload has parts 1 to ${count}`);
-  }
+  checkPartNumber(partNumber, count);
   // gzip whose stored size comes at complete: each part is as long as its sender says, within
   // the plan (`deferredPartLength`); the part's digest and the read-back check the rest.
   const sent = Number(put.contentLength);

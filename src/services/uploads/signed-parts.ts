@@ -1,10 +1,10 @@
 import { z } from "zod";
 import type { Deps } from "../../deps";
-import { AppError } from "../../errors";
 import { partCount } from "../../part-plan";
 import type { PartUpload } from "../../wire-types";
 import { byteCount, sha256Hex } from "../validation";
 import { deferredPartLength } from "./deferred-gzip";
+import { checkPartNumber } from "./part-number";
 import type { MultipartUpload } from "./multipart-upload";
 
 /**
@@ -29,11 +29,7 @@ export type PartDigest = z.infer<typeof partDigests>[number];
 /** Refuses part numbers outside 1..count for an upload of `storedSize` bytes cut at `partSize`. */
 export function checkPartNumbers(parts: PartDigest[], storedSize: number, partSize: number): void {
   const count = partCount(storedSize, partSize);
-  for (const { partNumber } of parts) {
-    if (partNumber < 1 || partNumber > count) {
-      throw new AppError("invalid_request", `this upload has parts 1 to ${count}`);
-    }
-  }
+  for (const { partNumber } of parts) checkPartNumber(partNumber, count);
 }
 
 /** Signed PUTs for `parts` of a deferred upload, each bound to the digest its sender gave. */
