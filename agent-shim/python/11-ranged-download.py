@@ -35,7 +35,7 @@ def maybe_ranged(url, headers, target, name, known, output, policy, size):
     """Downloads to a file ("path" or "dir" output) in ranges when it is large enough and the
     relay serves it so; (path, name, size), or None for one stream."""
     settings = parallel_settings()
-    streams, threshold, _ = settings
+    streams, threshold = settings[0], settings[1]
     if streams < 2 or (isinstance(size, int) and size < threshold):
         return None
     hint = head_hint(url, headers)
@@ -89,8 +89,17 @@ class RangedDownload(object):
         self.url, self.headers, self.target, self.part = url, headers, target, part
         self.size, self.sha256, self.policy = size, sha256, policy
         self.streams = settings[0]
-        self.pieces = plan_pieces(part, size, settings[2] or default_chunk(size, settings[0]))
+        self.chunk = settings[2] or default_chunk(size, settings[0])
+        self.pieces = plan_pieces(part, size, self.chunk)
+        held = sum(p.got for p in self.pieces)
+        # Adaptive: the first range alone, the rest as one more until the first range says
+        # more streams pay (`watch_first`).
+        self.adaptive = settings[3] and held == 0 and self.chunk < size
+        if self.adaptive:
+            self.pieces = first_and_rest(size, self.chunk)
         self.missing = [p for p in self.pieces if p.got < p.end - p.start]
+        self.threads = []
+        self.watch = None  # (time of the first range's first chunk, bytes since, bytes in all)
         self.next = 0
         self.cond = threading.Condition()
         self.stop = threading.Event()
@@ -112,23 +121,57 @@ class RangedDownload(object):
         except OSError as err:
             raise fs_error("write", self.part, err)
         try:
-            count = min(self.streams, len(self.missing))
-            threads = [threading.Thread(target=self.stream, daemon=True) for _ in range(count)]
-            for thread in threads:
-                thread.start()
+            self.start(1 if self.adaptive else min(self.streams, len(self.missing)))
             try:
                 digest = self.digest()
             except OSError as err:
                 self.fail(fs_error("read", self.part, err))
                 digest = None
-            for thread in threads:
+            joined = 0
+            while True:  # more may start while waiting
+                with self.cond:
+                    if joined == len(self.threads):
+                        break
+                    thread = self.threads[joined]
                 thread.join()
+                joined += 1
         finally:
             os.close(self.fd)
         if self.failure is not None:
             raise self.failure
         if digest != self.sha256:
             raise corrupt
+
+    def start(self, count):
+        with self.cond:
+            for _ in range(count):
+                thread = threading.Thread(target=self.stream, daemon=True)
+                self.threads.append(thread)
+                thread.start()
+
+    def watch_first(self, piece, length):
+        """Watches the first range's bytes from its first chunk on for PROBE_BYTES or PROBE_S,
+        whichever comes first, then cuts the rest (not yet begun: the one stream is still on the
+        first range) into ranges for every stream if `split_pays`. Decided once."""
+        if not self.adaptive or piece is not self.pieces[0]:
+            return
+        now = time.monotonic()
+        if self.watch is None:
+            self.watch = (now, 0, length)
+            return
+        since, count, arrived = self.watch
+        count, arrived = count + length, arrived + length
+        self.watch = (since, count, arrived)
+        if count < PROBE_BYTES and now - since < PROBE_S:
+            return
+        self.adaptive = False
+        if not split_pays(count, now - since, self.size - arrived):
+            return
+        rest = plan_rest(piece.end, self.size, self.chunk)
+        with self.cond:
+            self.pieces[1:] = rest
+            self.missing[self.next:] = rest
+        self.start(min(self.streams - 1, len(rest)))
 
     def fail(self, err):
         with self.cond:
@@ -175,7 +218,9 @@ class RangedDownload(object):
             self.check(res, relay_etag, first, last)
             while True:
                 try:
-                    data = res.read(CHUNK)
+                    # While the first range is watched, bytes as they come, not a whole CHUNK.
+                    watched = self.adaptive and piece is self.pieces[0]
+                    data = res.read1(CHUNK) if watched else res.read(CHUNK)
                 except (OSError, http.client.HTTPException) as err:
                     if self.stop.is_set():
                         return
@@ -184,6 +229,7 @@ class RangedDownload(object):
                     break
                 if len(data) > piece.end - piece.start - piece.got:
                     raise self.range_error("more bytes than the range asked for")
+                self.watch_first(piece, len(data))
                 at = piece.start + piece.got
                 try:
                     write_at(self.fd, data, at)

@@ -12,15 +12,43 @@ PART_NAME_BYTES = 200  # of a file's name kept in its part file's name
 STALE_LOCK_S = 60
 
 
+# How long the first range of an adaptive download is watched, and the rule it is judged by:
+# a stream this fast is left alone (loopback, a link near the host); parallel streams pay where
+# one TCP stream is held back by latency and loss, and only when more than a second is left.
+PROBE_BYTES = 4 * MiB
+PROBE_S = 0.3
+SPLIT_BELOW_BYTES_PER_S = 16 * MiB
+SPLIT_AFTER_S = 1
+
+
 def parallel_settings():
-    """(streams, threshold, chunk): AIRLOCK_DOWNLOAD_STREAMS (1-16; 1 turns ranges off),
+    """(streams, threshold, chunk, adaptive): AIRLOCK_DOWNLOAD_STREAMS (1-16; 1 turns ranges
+    off; unset: adaptive, the other streams open only when the first range shows they pay),
     AIRLOCK_PARALLEL_THRESHOLD and AIRLOCK_DOWNLOAD_CHUNK (bytes; None: default_chunk)."""
     streams = integer_var("AIRLOCK_DOWNLOAD_STREAMS", DEFAULT_DOWNLOAD_STREAMS, 1, 16)
+    adaptive = not os.environ.get("AIRLOCK_DOWNLOAD_STREAMS", "").strip()
     threshold = integer_var("AIRLOCK_PARALLEL_THRESHOLD", DEFAULT_PARALLEL_THRESHOLD, 1, 2 ** 50)
     chunk = None
     if os.environ.get("AIRLOCK_DOWNLOAD_CHUNK", "").strip():
         chunk = integer_var("AIRLOCK_DOWNLOAD_CHUNK", MIN_DOWNLOAD_CHUNK, MIN_DOWNLOAD_CHUNK, 2 ** 40)
-    return streams, threshold, chunk
+    return streams, threshold, chunk, adaptive
+
+
+def split_pays(count, seconds, remaining):
+    """Whether to open more streams, from the first range: `count` bytes arrived in the
+    `seconds` after its first chunk, `remaining` bytes of the file not yet arrived."""
+    rate = count / max(seconds, 0.001)
+    return rate < SPLIT_BELOW_BYTES_PER_S and remaining / rate > SPLIT_AFTER_S
+
+
+def first_and_rest(size, chunk):
+    """A fresh adaptive download's first range, `chunk` bytes, and the rest of the file as one."""
+    return [Piece(0, chunk, 0), Piece(chunk, size, 0)]
+
+
+def plan_rest(start, size, chunk):
+    """[start, size) in `chunk`-byte pieces."""
+    return [Piece(at, min(at + chunk, size), 0) for at in range(start, size, chunk)]
 
 
 def default_chunk(size, streams):
@@ -128,9 +156,7 @@ def plan_pieces(part, size, chunk):
             pieces.append(Piece(first, min(first + chunk, start), 0))
         pieces.append(Piece(start, end, end - start))
         at = end
-    for first in range(at, size, chunk):
-        pieces.append(Piece(first, min(first + chunk, size), 0))
-    return pieces
+    return pieces + plan_rest(at, size, chunk)
 
 
 def held_ranges(part, size):

@@ -7,9 +7,10 @@ import { startFaultProxy, type FaultProxy } from "../fixtures/fault-proxy";
 import type { RunningRelay } from "../support/relay";
 import { sharedRelay } from "../support/shared-relay";
 import { prepareShim, relayEnv, runShim } from "./run-shim";
+import { runDriver, shimDrivers, type ShimDriver } from "./shims";
 
 /**
- * `airlock get` with the default streams (AIRLOCK_DOWNLOAD_STREAMS unset): the first range
+ * `airlock get` (Node and Python shims) with the default streams (AIRLOCK_DOWNLOAD_STREAMS unset): the first range
  * alone, then either the rest as one more range (a fast stream, as on loopback) or the rest cut
  * into ranges on more streams (a first range slowed to 1 MiB/s by the proxy in front of the
  * relay). Bytes equal by SHA-256, ranges never overlapping, nothing left beside the file.
@@ -31,12 +32,14 @@ describe("adaptive ranged get", () => {
   let bytes: Buffer;
   let fileId: string;
   let token: string;
+  let drivers: ShimDriver[];
 
   beforeAll(async () => {
     prepareShim();
     relay = sharedRelay();
     proxy = await startFaultProxy({ target: relay.url });
     dir = await mkdtemp(join(tmpdir(), "airlock-adaptive-get-"));
+    drivers = await shimDrivers(dir);
     bytes = randomFillSync(Buffer.alloc(SIZE));
     token = (await relay.mintSession()).token;
     await writeFile(join(dir, "big.bin"), bytes);
@@ -55,13 +58,12 @@ describe("adaptive ranged get", () => {
   });
 
   /** Gets the file into a new directory; the ranges its content GETs asked for, in order. */
-  async function get(): Promise<string[]> {
+  async function get(shim: "node" | "python"): Promise<string[]> {
     const out = await mkdtemp(join(dir, "out-"));
     const before = proxy.requests.length;
-    const got = await runShim(["get", fileId], {
-      cwd: out,
-      env: { ...relayEnv(proxy.url, token), ...SMALL_RANGES },
-    });
+    const driver = drivers.find((d) => d.name === shim)!;
+    const env = { ...relayEnv(proxy.url, token), ...SMALL_RANGES };
+    const got = await runDriver(driver, ["get", fileId], { cwd: out, env, home: dir });
     expect(got.stderr, got.stderr).toBe("");
     expect(sha256(await readFile(join(out, "big.bin")))).toBe(sha256(bytes));
     expect(await readdir(out)).toEqual(["big.bin"]);
@@ -72,19 +74,21 @@ describe("adaptive ranged get", () => {
       .sort((a, b) => Number(/\d+/.exec(a)?.[0]) - Number(/\d+/.exec(b)?.[0]));
   }
 
-  it("keeps a fast stream alone: the first range, then the rest as one", async () => {
-    expect(await get()).toEqual([`bytes=0-${MiB - 1}`, `bytes=${MiB}-${SIZE - 1}`]);
-  });
-
-  it("cuts the rest into ranges on more streams when the first range is slow", async () => {
-    proxy.inject({
-      method: "GET",
-      path: /\/content$/,
-      fault: { kind: "slow-response", bytesPerSecond: MiB },
-      times: 1,
+  for (const shim of ["node", "python"] as const) {
+    it(`${shim}: keeps a fast stream alone: the first range, then the rest as one`, async () => {
+      expect(await get(shim)).toEqual([`bytes=0-${MiB - 1}`, `bytes=${MiB}-${SIZE - 1}`]);
     });
-    expect(await get()).toEqual(
-      Array.from({ length: 6 }, (_, i) => `bytes=${i * MiB}-${(i + 1) * MiB - 1}`),
-    );
-  }, 30_000);
+
+    it(`${shim}: cuts the rest into ranges on more streams when the first range is slow`, async () => {
+      proxy.inject({
+        method: "GET",
+        path: /\/content$/,
+        fault: { kind: "slow-response", bytesPerSecond: MiB },
+        times: 1,
+      });
+      expect(await get(shim)).toEqual(
+        Array.from({ length: 6 }, (_, i) => `bytes=${i * MiB}-${(i + 1) * MiB - 1}`),
+      );
+    }, 30_000);
+  }
 });
