@@ -184,11 +184,11 @@ async function resume(
     headers.range = `bytes=${part.bytes}-`;
     if (sha256 !== undefined) headers["if-range"] = `"${sha256}"`;
   }
-  let res = await getFollowing(source.url, headers);
+  let res = await getFollowing(source.url, headers, true);
   if (res.statusCode === 416 && part.bytes > 0) {
     await readText(res); // Longer than the file: the part is not this file's start.
     await part.reset();
-    res = await getFollowing(source.url, source.headers);
+    res = await getFollowing(source.url, source.headers, true);
   }
   if (res.statusCode === 206 && part.bytes > 0) {
     const etag = etagSha256(res);

@@ -192,7 +192,7 @@ async function fetchPiece(
   const first = piece.start + piece.got;
   const last = piece.end - 1;
   const headers = { ...source.headers, range: `bytes=${first}-${last}`, "if-range": `"${sha256}"` };
-  const res = await getFollowing(source.url, headers);
+  const res = await getFollowing(source.url, headers, true);
   active.add(res);
   try {
     await checkAnswer(res, job, first, last);
