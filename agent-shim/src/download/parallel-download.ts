@@ -227,7 +227,8 @@ async function checkAnswer(
   last: number,
 ): Promise<void> {
   if (res.statusCode === 200) {
-    throw rangeError(job, "the whole file came back for a byte range");
+    const { message } = rangeError(job, "the whole file came back for a byte range");
+    throw new WholeAnswer(message);
   }
   if (res.statusCode !== 206) throw await refusal(res, job.source);
   const etag = etagSha256(res);
@@ -243,6 +244,9 @@ async function checkAnswer(
     Number(range[3]) === job.size;
   if (!exact) throw rangeError(job, `answered bytes ${first}-${last} with another range`);
 }
+
+/** The relay answered a range with the whole file: it serves this file only whole. */
+export class WholeAnswer extends CliError {}
 
 function rangeError(job: RangedJob, what: string): CliError {
   const { service, action } = job.source.target;
