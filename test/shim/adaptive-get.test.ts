@@ -12,7 +12,8 @@ import { prepareShim, relayEnv, runShim } from "./run-shim";
  * `airlock get` with the default streams (AIRLOCK_DOWNLOAD_STREAMS unset): the first range
  * alone, then either the rest as one more range (a fast stream, as on loopback) or the rest cut
  * into ranges on more streams (a first range slowed to 1 MiB/s by the proxy in front of the
- * relay). Bytes equal by SHA-256, ranges never overlapping, nothing left beside the file.
+ * relay). Bytes equal by SHA-256, ranges never overlapping, nothing left beside the file, and
+ * no HEAD first (the file record gives the size and SHA-256).
  */
 
 const MiB = 1024 * 1024;
@@ -65,6 +66,9 @@ describe("adaptive ranged get", () => {
     expect(got.stderr, got.stderr).toBe("");
     expect(sha256(await readFile(join(out, "big.bin")))).toBe(sha256(bytes));
     expect(await readdir(out)).toEqual(["big.bin"]);
+    // The file record gave its size and SHA-256: no HEAD before the ranges.
+    const heads = proxy.requests.slice(before).filter((r) => r.method === "HEAD");
+    expect(heads).toEqual([]);
     return proxy.requests
       .slice(before)
       .filter((r) => r.method === "GET" && r.path.endsWith("/content"))
