@@ -13,7 +13,8 @@ import { prepareShim, relayEnv, runShim } from "./run-shim";
  * alone, then either the rest as one more range (a fast stream, as on loopback) or the rest cut
  * into ranges on more streams (a first range slowed to 1 MiB/s by the proxy in front of the
  * relay). Bytes equal by SHA-256, ranges never overlapping, nothing left beside the file, and
- * no HEAD first (the file record gives the size and SHA-256).
+ * no HEAD first (the file record gives the size and SHA-256); a relay that answers the first
+ * range with the whole file is asked again in one stream.
  */
 
 const MiB = 1024 * 1024;
@@ -91,4 +92,9 @@ describe("adaptive ranged get", () => {
       Array.from({ length: 6 }, (_, i) => `bytes=${i * MiB}-${(i + 1) * MiB - 1}`),
     );
   }, 30_000);
+
+  it("asks again in one stream when the relay answers a range with the whole file", async () => {
+    proxy.inject({ method: "GET", path: /\/content$/, fault: { kind: "drop-range" }, times: 1 });
+    expect(await get()).toEqual([`bytes=0-${MiB - 1}`, "none"]);
+  });
 });
