@@ -134,7 +134,9 @@ export async function receiveRanges(
         await writer.finish();
         if (piece.start + piece.got === piece.end) return;
       } catch (error) {
-        await writer.settled(); // The retry starts after the bytes on disk.
+        // What arrived before a cut is good: on disk, so the retry asks only for the rest.
+        if (!(error instanceof Refused)) await writer.finish().catch(() => undefined);
+        await writer.settled();
         if (signal.aborted || tries >= ATTEMPTS || error instanceof Refused) throw error;
         continue;
       }
