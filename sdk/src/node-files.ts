@@ -10,6 +10,7 @@ import { basename, dirname, join, resolve, sep } from "node:path";
 import { cleanFileName, fileNameProblem, numberedFileName, truncateUtf8 } from "../../src/names.js";
 import { AirlockError } from "./errors.js";
 import type { CallOptions } from "./http.js";
+import { BatchWriter } from "./node-batch.js";
 import { maybeRanges } from "./node-ranged.js";
 import type { DownloadOptions, FileRecord } from "./types.js";
 
@@ -170,16 +171,19 @@ async function receive(
     if (ranged === undefined) body = (await files.download(fileId, options)).body;
     if (body) {
       const reader = body.getReader();
+      const writer = new BatchWriter(handle, 0);
       try {
         for (;;) {
           const { done, value } = await reader.read();
           if (done) break;
           hash.update(value);
           size += value.byteLength;
-          await writeAll(handle, value);
+          await writer.push(value);
         }
+        await writer.finish();
       } catch (error) {
         await reader.cancel().catch(() => undefined);
+        await writer.settled(); // No write under way when the temp file is removed.
         throw error;
       }
     }
@@ -259,13 +263,5 @@ function refuseUncheckedPath(path: string): void {
           "for names from the relay, use downloadToDir",
       );
     }
-  }
-}
-
-async function writeAll(handle: FileHandle, bytes: Uint8Array): Promise<void> {
-  let offset = 0;
-  while (offset < bytes.byteLength) {
-    const { bytesWritten } = await handle.write(bytes, offset, bytes.byteLength - offset);
-    offset += bytesWritten;
   }
 }

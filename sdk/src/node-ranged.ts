@@ -8,6 +8,7 @@ import type { FileHandle } from "node:fs/promises";
 import { OrderedHash, type Landing } from "../../agent-shim/src/download/ordered-hash.js";
 import { defaultChunk } from "../../agent-shim/src/download/parallel-settings.js";
 import type { CallOptions } from "./http.js";
+import { BatchWriter } from "./node-batch.js";
 import type { DownloadOptions, FileRecord } from "./types.js";
 
 /** How a large download is split. */
@@ -110,21 +111,32 @@ export async function receiveRanges(
       const exact = `bytes ${first}-${range.end}/${record.size}`;
       if (response.headers.get("content-range") !== exact)
         throw new Refused(`the relay answered bytes ${first}-${range.end} with another range`);
+      // Each batch is hashed (when the hash has reached it) and counted once it is on disk.
+      const writer = new BatchWriter(handle, first, (buffers, at) => {
+        for (const bytes of buffers) {
+          hash.landed(bytes, at);
+          at += bytes.length;
+          piece.got += bytes.length;
+        }
+        wake();
+      });
+      let room = piece.end - first;
       try {
         const reader = response.body?.getReader();
         for (;;) {
           const { done, value: chunk } = reader ? await reader.read() : { done: true as const };
           if (done) break;
-          if (piece.got + chunk.byteLength > piece.end - piece.start)
+          if (chunk.byteLength > room)
             throw new Refused("the relay sent more bytes than the range asked for");
-          await writeAt(handle, chunk, piece.start + piece.got);
-          const bytes = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
-          hash.landed(bytes, piece.start + piece.got);
-          piece.got += chunk.byteLength;
-          wake();
+          room -= chunk.byteLength;
+          await writer.push(chunk);
         }
+        await writer.finish();
         if (piece.start + piece.got === piece.end) return;
       } catch (error) {
+        // What arrived before a cut is good: on disk, so the retry asks only for the rest.
+        if (!(error instanceof Refused)) await writer.finish().catch(() => undefined);
+        await writer.settled();
         if (signal.aborted || tries >= ATTEMPTS || error instanceof Refused) throw error;
         continue;
       }
@@ -150,16 +162,4 @@ export async function receiveRanges(
   });
   if (failure !== undefined || sha256 === undefined) throw failure;
   return sha256;
-}
-
-async function writeAt(handle: FileHandle, chunk: Uint8Array, at: number): Promise<void> {
-  for (let written = 0; written < chunk.byteLength;) {
-    const { bytesWritten } = await handle.write(
-      chunk,
-      written,
-      chunk.byteLength - written,
-      at + written,
-    );
-    written += bytesWritten;
-  }
 }

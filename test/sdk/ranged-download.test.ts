@@ -11,8 +11,9 @@ import { sharedRelay } from "../support/shared-relay";
 /**
  * The TypeScript SDK's `downloadToFile` of a file over the ranged threshold (lowered by the
  * shim's knobs, which the SDK's Node entry reads too) against the real relay: six ranges of
- * 1 MiB, bytes equal by SHA-256; a range whose bytes are altered on the way fails the whole
- * download as `download_mismatch`, keeping nothing.
+ * 1 MiB, bytes equal by SHA-256; a range cut off mid-way is asked again for only the bytes it
+ * lacked; a range whose bytes are altered on the way fails the whole download as
+ * `download_mismatch`, keeping nothing.
  */
 
 const MiB = 1024 * 1024;
@@ -55,13 +56,29 @@ describe("SDK downloadToFile in ranges (shared relay, r2)", () => {
     if (dir) await rm(dir, { recursive: true, force: true });
   });
 
-  /** A session whose fetch notes each Range asked for, and can flip a byte of one answer. */
-  const session = (corruptRange?: string) => {
+  /**
+   * A session whose fetch notes each Range asked for, and can flip a byte of one answer, or cut
+   * one off after its first `cut.after` bytes (once).
+   */
+  const session = (corruptRange?: string, cut?: { range: string; after: number }) => {
     const ranges: string[] = [];
     const fetchImpl: FetchLike = async (input, init) => {
       const range = new Headers(init?.headers).get("range");
       if (range) ranges.push(range);
       const response = await fetch(input, init);
+      if (cut !== undefined && range === cut.range && response.body) {
+        const head = new Uint8Array(await response.arrayBuffer()).subarray(0, cut.after);
+        cut = undefined;
+        let sent = false;
+        const body = new ReadableStream<Uint8Array>({
+          pull(controller) {
+            if (sent) return controller.error(new TypeError("terminated"));
+            sent = true;
+            controller.enqueue(head);
+          },
+        });
+        return new Response(body, { status: response.status, headers: response.headers });
+      }
       if (range !== corruptRange || !response.body) return response;
       const body = new Uint8Array(await response.arrayBuffer());
       body[100] = body[100]! ^ 0xff;
@@ -81,6 +98,18 @@ describe("SDK downloadToFile in ranges (shared relay, r2)", () => {
       Array.from({ length: 6 }, (_, i) => `bytes=${i * MiB}-${(i + 1) * MiB - 1}`).sort(),
     );
     expect(await readdir(out)).toEqual(["big.bin"]);
+  });
+
+  it("asks again only for the bytes a cut range lacked", async () => {
+    const out = await mkdtemp(join(dir, "cut-"));
+    const range = `bytes=${MiB}-${2 * MiB - 1}`;
+    const { client, ranges } = session(undefined, { range, after: 600 * 1024 });
+    await client.downloadToFile(fileId, join(out, "big.bin"));
+    expect(sha256(await readFile(join(out, "big.bin")))).toBe(sha256(bytes));
+    expect(ranges.filter((r) => r.endsWith(`-${2 * MiB - 1}`))).toEqual([
+      range,
+      `bytes=${MiB + 600 * 1024}-${2 * MiB - 1}`,
+    ]);
   });
 
   it("refuses a download one of whose ranges was altered, keeping nothing", async () => {

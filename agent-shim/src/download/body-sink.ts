@@ -1,6 +1,8 @@
 import type { IncomingMessage } from "node:http";
 import type { FileHandle } from "node:fs/promises";
 import { finished } from "node:stream";
+import { socketBody } from "../transport/socket-body.js";
+import { directSink } from "./socket-sink.js";
 
 /** Bytes gathered before one `writev`: few thread-pool round trips, little held in memory. */
 const BATCH_BYTES = 1024 * 1024;
@@ -24,7 +26,7 @@ export class SinkWriteError extends Error {
  * are on disk; a write's failure rejects with `SinkWriteError`, the connection's with its own
  * error (one cut off before its end with `finished`'s), once no write is under way. `onWritten` hears of each batch once
  * it is on disk, with the position it went to (for a file opened to append: the bytes before it
- * that this call wrote).
+ * that this call wrote). A body taken off the socket (`socketBody`) is written read by read.
  */
 export function drain(
   res: IncomingMessage,
@@ -33,7 +35,12 @@ export function drain(
   take: (chunk: Buffer) => void,
   onWritten?: (buffers: Buffer[], at: number) => void,
 ): Promise<number> {
+  const direct = socketBody(res);
   return new Promise((resolve, reject) => {
+    if (direct !== undefined) {
+      const wrap = (err: unknown) => new SinkWriteError(err);
+      return direct.attach(directSink({ file, position, take, onWritten }, wrap, resolve, reject));
+    }
     let held: Buffer[] = [];
     let heldBytes = 0;
     let written = 0;

@@ -21,7 +21,8 @@ export interface Hint {
  */
 export async function headHint(url: string, headers: Record<string, string>): Promise<Hint> {
   try {
-    const res = await request({ method: "HEAD", url, headers });
+    // On the connections the GET that follows takes its body from (one connection for both).
+    const res = await request({ method: "HEAD", url, headers, direct: true });
     res.resume();
     if (res.statusCode !== 200 && res.statusCode !== 206) return {};
     const hint = { sha256: etagSha256(res), name: dispositionFileName(res.headers) };

@@ -11,17 +11,19 @@ const REDIRECTS = new Set([301, 302, 303, 307, 308]);
  * store URL). Node's http module follows none by itself. To another origin only the `Range`
  * goes along: credentials stay with the relay, and `If-Range` is the relay's to judge (the
  * store's ETag is not the SHA-256). The final response carries the redirect's ETag (the
- * relay's verified SHA-256) in place of the store's, or none when the relay sent none.
+ * relay's verified SHA-256) in place of the store's, or none when the relay sent none. With
+ * `direct`, a plain body may be taken off the socket (see `socketBody`): only for `drain`.
  */
 export async function getFollowing(
   url: string,
   headers: Record<string, string>,
+  direct = false,
 ): Promise<IncomingMessage> {
   let current = new URL(url);
   let sent = headers;
   let etag: string | undefined;
   for (let hops = 0; ; hops++) {
-    const res = await request({ method: "GET", url: current.href, headers: sent });
+    const res = await request({ method: "GET", url: current.href, headers: sent, direct });
     const location = res.headers.location;
     if (!REDIRECTS.has(res.statusCode ?? 0) || location === undefined) {
       if (hops > 0) {

@@ -16,7 +16,7 @@ import {
 } from "./download-headers.js";
 import { drain, SinkWriteError } from "./body-sink.js";
 import { getFollowing } from "./download-redirect.js";
-import { rangedDownload } from "./parallel-download.js";
+import { rangedDownload, WholeAnswer } from "./parallel-download.js";
 import { forgetRanges } from "./parallel-pieces.js";
 import { mayRange, parallelSettings, type ParallelSettings } from "./parallel-settings.js";
 import { toStdout } from "./download-stdout.js";
@@ -92,7 +92,10 @@ async function toFile(
   const settings = parallelSettings();
   const ranged = mayRange(settings, source.size);
   const ask = (resumable && source.sha256 === undefined) || ranged;
-  const hint = ask ? await headHint(source.url, source.headers) : {};
+  // Size and SHA-256 known (an inbox item, a file record): no HEAD, the ranges ask for
+  // themselves (a relay that answers one whole is then asked again in one stream).
+  const known = knownHint(source);
+  const hint = ask ? (known ?? (await headHint(source.url, source.headers))) : {};
   const early = source.name ?? hint.name;
   let partName: string | undefined;
   if (output.to === "path") partName = resumable ? basename(output.path) : undefined;
@@ -117,10 +120,24 @@ async function toFile(
       ranged && hint.ranges === true && sha256 !== undefined && hint.sha256 === sha256;
     const size = hint.size ?? 0;
     if (inRanges && size >= settings.threshold) {
-      const done = await getRanged(source, hint, sha256!, part, destination, settings, policy);
-      const path = await place(part.path, done.path, output);
-      placed = true;
-      return { path, name: done.name, size };
+      const done = await getRanged(
+        source,
+        hint,
+        sha256!,
+        part,
+        destination,
+        settings,
+        policy,
+      ).catch(async (err: unknown) => {
+        if (known === undefined || !(err instanceof WholeAnswer)) throw err;
+        await part.reset(); // What landed is not a prefix: the single stream starts over.
+        return undefined;
+      });
+      if (done !== undefined) {
+        const path = await place(part.path, done.path, output);
+        placed = true;
+        return { path, name: done.name, size };
+      }
     }
     if (await forgetRanges(part.path)) await part.reset(); // Left by a ranged run: not a prefix.
     const done = await withRetry(policy, source.target, async () => {
@@ -141,6 +158,12 @@ async function toFile(
   } finally {
     await (placed ? part.unlock() : part.remove());
   }
+}
+
+/** What a HEAD would say, when the caller knows the file's size and SHA-256 already. */
+function knownHint(source: DownloadSource): Hint | undefined {
+  if (source.sha256 === undefined || source.size === undefined) return undefined;
+  return { sha256: source.sha256.toLowerCase(), size: source.size, ranges: true };
 }
 
 /** Downloads into `part` in parallel ranges (see `rangedDownload`); the file's name and path. */
@@ -184,11 +207,11 @@ async function resume(
     headers.range = `bytes=${part.bytes}-`;
     if (sha256 !== undefined) headers["if-range"] = `"${sha256}"`;
   }
-  let res = await getFollowing(source.url, headers);
+  let res = await getFollowing(source.url, headers, true);
   if (res.statusCode === 416 && part.bytes > 0) {
     await readText(res); // Longer than the file: the part is not this file's start.
     await part.reset();
-    res = await getFollowing(source.url, source.headers);
+    res = await getFollowing(source.url, source.headers, true);
   }
   if (res.statusCode === 206 && part.bytes > 0) {
     const etag = etagSha256(res);

@@ -5,10 +5,10 @@ import { CliError, NetworkError, errorCode, fsError } from "../cli/errors.js";
 import { Progress } from "../cli/progress.js";
 import { withRetry } from "../transport/retry.js";
 import { etagSha256, refusal } from "./download-headers.js";
-import { getFollowing } from "./download-redirect.js";
 import type { DownloadSource } from "./download.js";
 import { drain, SinkWriteError } from "./body-sink.js";
 import { OrderedHash } from "./ordered-hash.js";
+import { NextRange, rangeRequest } from "./range-request.js";
 import { forgetRanges, planPieces, recordPiece, type Piece } from "./parallel-pieces.js";
 import { PROBE, defaultChunk, splitPays, type ParallelSettings } from "./parallel-settings.js";
 
@@ -71,12 +71,12 @@ export async function rangedDownload(job: RangedJob): Promise<void> {
     wake();
   };
   const missing = pieces.filter((piece) => piece.got < piece.end - piece.start);
-  let next = 0;
+  let nextPiece = 0;
   const stream = async () => {
-    while (!stopped() && next < missing.length) {
-      const piece = missing[next++]!;
+    while (!stopped() && nextPiece < missing.length) {
+      const piece = missing[nextPiece++]!;
       await withRetry(job.policy, job.source.target, () =>
-        fetchPiece(job, piece, file, active, grew, probe),
+        fetchPiece(job, piece, file, active, grew, probe, next),
       );
       if (stopped()) return;
       await recordPiece(partPath, piece);
@@ -86,14 +86,21 @@ export async function rangedDownload(job: RangedJob): Promise<void> {
   const start = (streams: number) => {
     for (let i = 0; i < streams; i++) runs.push(stream().catch(fail));
   };
+  // Adaptive and kept on one stream: the rest is asked for while the first range still arrives.
+  const next = new NextRange(job.source, job.sha256);
   const probe = adaptive
-    ? watchFirst(pieces[0]!, size, () => {
-        // The rest, not yet begun (the one stream is still on the first range), cut for them all.
-        const rest = planRest(pieces[0]!.end, size, chunk);
-        pieces.splice(1, pieces.length - 1, ...rest);
-        missing.splice(next, missing.length - next, ...rest);
-        start(Math.min(count - 1, rest.length));
-      })
+    ? watchFirst(
+        pieces[0]!,
+        size,
+        () => {
+          // The rest, not yet begun (the one stream is still on the first range), cut for them all.
+          const rest = planRest(pieces[0]!.end, size, chunk);
+          pieces.splice(1, pieces.length - 1, ...rest);
+          missing.splice(nextPiece, missing.length - nextPiece, ...rest);
+          start(Math.min(count - 1, rest.length));
+        },
+        () => next.send(pieces[1]!),
+      )
     : undefined;
   start(adaptive ? 1 : Math.min(count, missing.length));
   const progressed = () => new Promise<void>((resolve) => (wake = resolve));
@@ -110,6 +117,7 @@ export async function rangedDownload(job: RangedJob): Promise<void> {
     await forgetRanges(partPath);
     throw err;
   } finally {
+    next.drop();
     progress.finish();
     await file.close();
   }
@@ -138,10 +146,10 @@ type Probe = (piece: Piece, bytes: number) => void;
 
 /**
  * Watches the first range's bytes as they arrive, from its first chunk on, for `PROBE` (bytes
- * or time, whichever comes first), then calls `split` once if `splitPays`. Decided once: a
- * first range that ends before the watch does was fast, and the rest stays one range.
+ * or time, whichever comes first), then calls `split` once if `splitPays`, else `keep`. Decided
+ * once: a first range that ends before the watch does was fast, and the rest stays one range.
  */
-function watchFirst(first: Piece, size: number, split: () => void): Probe {
+function watchFirst(first: Piece, size: number, split: () => void, keep: () => void): Probe {
   let decided = false;
   let since: number | undefined;
   let bytes = 0;
@@ -159,6 +167,7 @@ function watchFirst(first: Piece, size: number, split: () => void): Probe {
     if (bytes < PROBE.bytes && ms < PROBE.ms) return;
     decided = true;
     if (splitPays(bytes, ms, size - arrived)) split();
+    else keep();
   };
 }
 
@@ -187,12 +196,11 @@ async function fetchPiece(
   active: Set<IncomingMessage>,
   grew: (piece: Piece, buffers: Buffer[], at: number) => void,
   probe: Probe | undefined,
+  next?: NextRange,
 ): Promise<void> {
-  const { source, sha256 } = job;
   const first = piece.start + piece.got;
   const last = piece.end - 1;
-  const headers = { ...source.headers, range: `bytes=${first}-${last}`, "if-range": `"${sha256}"` };
-  const res = await getFollowing(source.url, headers);
+  const res = await (next?.take(piece) ?? rangeRequest(job.source, job.sha256, piece));
   active.add(res);
   try {
     await checkAnswer(res, job, first, last);
@@ -227,7 +235,8 @@ async function checkAnswer(
   last: number,
 ): Promise<void> {
   if (res.statusCode === 200) {
-    throw rangeError(job, "the whole file came back for a byte range");
+    const { message } = rangeError(job, "the whole file came back for a byte range");
+    throw new WholeAnswer(message);
   }
   if (res.statusCode !== 206) throw await refusal(res, job.source);
   const etag = etagSha256(res);
@@ -243,6 +252,9 @@ async function checkAnswer(
     Number(range[3]) === job.size;
   if (!exact) throw rangeError(job, `answered bytes ${first}-${last} with another range`);
 }
+
+/** The relay answered a range with the whole file: it serves this file only whole. */
+export class WholeAnswer extends CliError {}
 
 function rangeError(job: RangedJob, what: string): CliError {
   const { service, action } = job.source.target;

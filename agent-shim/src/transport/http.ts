@@ -10,6 +10,7 @@ import {
 } from "../cli/errors.js";
 import { cancelSignal } from "../cli/tool-call.js";
 import { USER_AGENT } from "../cli/version.js";
+import { adoptBody, socketBodyAgent } from "./socket-body.js";
 
 /** A socket idle this long (no bytes either way) is given up as timed out. */
 const IDLE_TIMEOUT_MS = 60_000;
@@ -34,6 +35,11 @@ export interface HttpRequest {
   body?: Buffer | Readable;
   /** Aborting it drops the request (and its response), rejecting with a `NetworkError`. */
   signal?: AbortSignal;
+  /**
+   * Over plain http, a plain body of the answer may be taken straight off the socket: read it
+   * with `socketBody(res)` (see `adoptBody`), not as a stream.
+   */
+  direct?: boolean;
 }
 
 /**
@@ -64,19 +70,24 @@ export function request(req: HttpRequest): Promise<http.IncomingMessage> {
         fn();
       }
     };
+    const direct = req.direct === true && client === http;
     const out = client.request(url, {
       method: req.method,
       headers,
       timeout: IDLE_TIMEOUT_MS,
       signal,
       maxHeaderSize: MAX_HEADER_BYTES,
+      ...(direct ? { agent: socketBodyAgent() } : {}),
     });
     out.on("timeout", () =>
       out.destroy(Object.assign(new Error("timed out"), { code: "ETIMEDOUT" })),
     );
     out.on("error", (err) => settle(() => reject(requestError(err, url))));
     // The idle timeout keeps watching the socket while the caller reads the response.
-    out.on("response", (res) => settle(() => resolve(res)));
+    out.on("response", (res) => {
+      if (direct) adoptBody(res, out); // Now, before node:http reads any of the body.
+      settle(() => resolve(res));
+    });
 
     const body = req.body;
     if (body === undefined || Buffer.isBuffer(body)) {
