@@ -2,6 +2,8 @@ import { open } from "node:fs/promises";
 import { gzipSync } from "node:zlib";
 import { fsError } from "../cli/errors.js";
 import { MemberCompressor } from "./gzip-workers.js";
+import { GZIP_MEMBER_OPTIONS } from "./gzip-one-trip.js";
+import { youngGc } from "./young-gc.js";
 
 /**
  * gzip as independent members: the original bytes are cut into spans of a fixed size and each
@@ -44,7 +46,9 @@ export function declarableTable(span: number, storedSizes: number[]): MemberTabl
 export function gzipMembersSync(original: Buffer, level: number): Buffer[] {
   const members: Buffer[] = [];
   for (let start = 0; start < original.length || members.length === 0; start += MEMBER_SPAN) {
-    members.push(gzipSync(original.subarray(start, start + MEMBER_SPAN), { level }));
+    members.push(
+      gzipSync(original.subarray(start, start + MEMBER_SPAN), { ...GZIP_MEMBER_OPTIONS, level }),
+    );
   }
   return members;
 }
@@ -151,6 +155,9 @@ export async function* inOrder<T, R>(
   while (pending.length > 0) yield await (pending.shift() as Promise<R>);
 }
 
+/** Members between young-generation GCs (`youngGc`): the buffers a send turns over meanwhile. */
+const GC_EVERY_MEMBERS = 16;
+
 /** Members written so far, and the table they make. */
 export class MemberLog {
   readonly storedSizes: number[] = [];
@@ -187,6 +194,7 @@ export async function* gzipMembers(
     for await (const member of members) {
       log.storedSizes.push(member.length);
       yield member;
+      if (log.storedSizes.length % GC_EVERY_MEMBERS === 0) youngGc();
     }
   } finally {
     compressor.close();

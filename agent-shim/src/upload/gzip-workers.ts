@@ -1,8 +1,7 @@
 import * as os from "node:os";
-import { promisify } from "node:util";
 import type { Worker } from "node:worker_threads";
-import { gzip } from "node:zlib";
 import { UsageError } from "../cli/errors.js";
+import { GZIP_MEMBER_OPTIONS, OneTripGzip } from "./gzip-one-trip.js";
 
 /** Members a stream of unknown length gzips before it starts worker threads (16 MiB at 1 MiB). */
 export const WORKERS_AFTER_MEMBERS = 16;
@@ -18,7 +17,7 @@ const { parentPort, workerData } = require("node:worker_threads");
 const { gzipSync } = require("node:zlib");
 parentPort.on("message", (span) => {
   try {
-    const member = gzipSync(span, { level: workerData.level });
+    const member = gzipSync(span, { ...workerData.options, level: workerData.level });
     const own = new Uint8Array(member.length);
     own.set(member);
     parentPort.postMessage({ member: own }, [own.buffer]);
@@ -27,8 +26,6 @@ parentPort.on("message", (span) => {
   }
 });
 `;
-
-const gzipAsync = promisify(gzip);
 
 interface Job {
   span: Buffer;
@@ -108,6 +105,8 @@ export class MemberCompressor {
   private broken = false;
   private closed = false;
   private members = 0;
+  /** Asynchronous zlib on libuv's pool, one trip per member. */
+  private readonly pool: OneTripGzip;
 
   constructor(
     private readonly level: number,
@@ -118,6 +117,7 @@ export class MemberCompressor {
     this.threads = threads;
     this.workers = workers && threads > 1;
     this.script = script;
+    this.pool = new OneTripGzip(level);
     // One thread: one member at a time. On libuv's pool, one more than the threads (one is
     // queued while another is written), leaving the pool room for file reads where it can.
     const pool = Math.max(2, Math.min(threads + 1, libuvPoolSize()));
@@ -127,14 +127,14 @@ export class MemberCompressor {
   /** The gzip member of `span`, a buffer the caller no longer writes to. */
   gzip(span: Buffer): Promise<Buffer> {
     this.members += 1;
-    if (!this.useWorkers()) return gzipAsync(span, { level: this.level });
+    if (!this.useWorkers()) return this.pool.gzip(span);
     // node:worker_threads is loaded only here: a send that never starts workers never pays for it.
     this.starting ??= import("node:worker_threads").then(
       ({ Worker }) => this.start(Worker),
       () => this.fallBack(),
     );
     return this.starting.then(() => {
-      if (this.broken || this.closed) return gzipAsync(span, { level: this.level });
+      if (this.broken || this.closed) return this.pool.gzip(span);
       return new Promise<Buffer>((resolve, reject) => {
         this.queue.push({ span, resolve, reject });
         this.dispatch();
@@ -164,7 +164,10 @@ export class MemberCompressor {
     for (let i = 0; i < this.threads; i++) {
       let worker: Worker;
       try {
-        worker = new Worker(this.script, { eval: true, workerData: { level: this.level } });
+        worker = new Worker(this.script, {
+          eval: true,
+          workerData: { level: this.level, options: GZIP_MEMBER_OPTIONS },
+        });
       } catch {
         this.fallBack();
         return;
@@ -216,7 +219,7 @@ export class MemberCompressor {
       void slot.worker.terminate();
     }
     for (const job of orphans) {
-      gzipAsync(job.span, { level: this.level }).then(job.resolve, job.reject);
+      this.pool.gzip(job.span).then(job.resolve, job.reject);
     }
   }
 }

@@ -4,7 +4,7 @@ import { open, stat, type FileHandle } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { CliError, RefusalError, fsError } from "../cli/errors.js";
 import { readText, request, statusError } from "../transport/http.js";
-import type { FileRecord, MultipartAnswer } from "../transport/relay-client.js";
+import type { FileRecord, MultipartAnswer, PartUpload } from "../transport/relay-client.js";
 import { withRetry } from "../transport/retry.js";
 import { humanSize } from "../../../src/services/human-size.js";
 import { partSizeFor } from "../../../src/part-plan.js";
@@ -19,9 +19,16 @@ import { UploadStates, type SavedUpload, type UploadKey } from "./upload-state.j
 
 /** A saved gzip upload: with the digest of each part this run or an earlier one stored. */
 type SavedGzip = SavedUpload & { partDigests?: Record<string, string> };
+/** A part's signed PUT. */
+type PartPut = PartUpload["put"];
 
 /** Compressed parts in flight beside the one filling (each spooled to a temp file, not memory). */
 const MAX_PARTS_IN_FLIGHT = 2;
+/**
+ * Full parts held on disk (signed, in flight or waiting for a slot) before compression waits:
+ * more than the parts in flight, so that the cores go on compressing while PUTs are slow.
+ */
+const MAX_PARTS_SPOOLED = 5;
 /** The state file is rewritten at most this often as parts land (and on Ctrl-C). */
 const SAVE_EVERY_MS = 500;
 
@@ -133,21 +140,45 @@ async function sendMembers(
   const inFlight = new Set<Promise<void>>();
   let failure: { error: unknown } | undefined;
 
+  // PUT slots: a signed part waits here for one of the `slots` PUTs under way to end.
+  const slots = Math.min(ctx.concurrency, MAX_PARTS_IN_FLIGHT);
+  let putting = 0;
+  const waiting: (() => void)[] = [];
+  const slot = async () => {
+    if (putting >= slots) await new Promise<void>((resolve) => waiting.push(resolve));
+    putting += 1;
+  };
+  const freeSlot = () => {
+    putting -= 1;
+    waiting.shift()?.();
+  };
   const putPart = async (partNumber: number, part: PartFile, sha256: string) => {
+    // Signed as soon as full (beside the PUTs under way), then PUT once a slot is free.
     const [signed] = await relay.signParts(uploadId, name, [
       { partNumber, sha256, size: part.length },
     ]);
     if (!signed || signed.partNumber !== partNumber || typeof signed.put?.url !== "string") {
       throw new CliError(`relay gave an unexpected answer to the upload of ${name}`);
     }
+    await slot();
+    try {
+      await putSigned(partNumber, part, signed.put);
+    } finally {
+      freeSlot();
+    }
+    digests[String(partNumber)] = sha256;
+    await save(false);
+  };
+  const putSigned = async (partNumber: number, part: PartFile, put: PartPut) => {
+    if (failure) throw failure.error;
     const which = `${name} (part ${partNumber})`;
-    const target = uploadTarget(signed.put.url, `upload of ${which}`);
+    const target = uploadTarget(put.url, `upload of ${which}`);
     await withRetry(
       policy,
       target,
       async () => {
         const body = createReadStream(part.path);
-        const res = await request({ ...signed.put, body, signal: stop.signal });
+        const res = await request({ ...put, body, signal: stop.signal });
         const text = await readText(res);
         const status = res.statusCode ?? 0;
         if (status >= 200 && status < 300) return;
@@ -157,8 +188,6 @@ async function sendMembers(
       stop.signal,
     );
     uploadedBytes += part.length;
-    digests[String(partNumber)] = sha256;
-    await save(false);
   };
 
   let partNumber = 0;
@@ -170,9 +199,7 @@ async function sendMembers(
       await releaseTemp(part.path);
       return;
     }
-    while (inFlight.size >= Math.min(ctx.concurrency, MAX_PARTS_IN_FLIGHT)) {
-      await Promise.race(inFlight);
-    }
+    while (inFlight.size >= MAX_PARTS_SPOOLED) await Promise.race(inFlight);
     if (failure) {
       await releaseTemp(part.path);
       throw failure.error;
