@@ -13,6 +13,7 @@ from typing import Any, Dict
 from airlock_sdk.exec import (
     CliAdapter, collect_to_local_file, docker_exec, push_bytes, push_local_file, push_stream, ssh_exec,
 )
+from airlock_sdk.exec.push import TRAILED_FROM
 
 from support import (
     MiB, StandIns, WORK_DIR, fresh_dir, needs_relay, needs_stand_ins, operator, refusal, sandbox_path, sha256,
@@ -203,6 +204,7 @@ class ExecRefusals(unittest.TestCase):
 
     def test_push_bytes_refuses_a_damaged_trailing_sha256(self) -> None:
         """push_bytes sends the SHA-256 after the bytes: one flipped there is refused too."""
+        self.assertGreaterEqual(len(RANDOM), TRAILED_FROM)
         folder = fresh_dir("trailer-")
         target = f"{folder}/random.bin"
         digest = sha256(RANDOM)

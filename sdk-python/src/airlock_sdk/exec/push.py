@@ -82,7 +82,9 @@ def push_bytes(exec: ExecAdapter, data: bytes, path: str, **options: object) -> 
     stdin the bytes start at once, hashed on a second thread while they travel; their SHA-256
     follows them, and the sandbox checks them against it before they are put in place."""
     view = memoryview(data).cast("B")
-    if not exec.stdin:  # the base64 fallback names the SHA-256 in its first command
+    # The base64 fallback names the SHA-256 in its first command; below TRAILED_FROM hashing
+    # first costs less than cutting the SHA-256 off in the sandbox.
+    if not exec.stdin or len(view) < TRAILED_FROM:
         chunks = (view[i : i + READ_BYTES] for i in range(0, len(view), READ_BYTES))
         return push_stream(
             exec, chunks, path, sha256=hashlib.sha256(view).hexdigest(), size=len(view), **options  # type: ignore[arg-type]
@@ -93,6 +95,8 @@ def push_bytes(exec: ExecAdapter, data: bytes, path: str, **options: object) -> 
 
 #: The SHA-256 argument that tells the sandbox's push script to read it after the bytes.
 _TRAILED = "-"
+#: From this size push_bytes sends the SHA-256 after the bytes.
+TRAILED_FROM = 1024 * 1024
 
 
 class _Trailed:
