@@ -151,7 +151,8 @@ airlock_place() {
 
 /**
  * Opens the temp file: `.NAME.RAND.airlock-part` in DEST's directory, created exclusively
- * (the name cut to 40 bytes, so that the temp name stays short). Sets $tmp, $dest, $want.
+ * (the name cut to 40 bytes, or characters in a shell that counts those, so that the temp
+ * name stays short; by a loop of builtins, not a subshell). Sets $tmp, $dest, $want.
  */
 const OPEN_TEMP = `
 dest=$1 want=$2 replace=$3 mode=$4 rand=$5
@@ -159,7 +160,9 @@ case $dest in */*) dir=\${dest%/*}; dir=\${dir:-/} ;; *) dir=. ;; esac
 base=\${dest##*/}
 [ -d "$dir" ] || airlock_fail ${EXIT.noDirectory} "no such directory: $dir"
 if [ "$replace" != 1 ]; then { [ -e "$dest" ] || [ -L "$dest" ]; } && airlock_fail ${EXIT.exists} "$dest exists (not replaced)"; fi
-tmp=$dir/.$(printf "%.40s" "$base").$rand.airlock-part`;
+short=$base
+while [ \${#short} -gt 40 ]; do short=\${short%?}; done
+tmp=$dir/.$short.$rand.airlock-part`;
 
 /**
  * SHA256 `-`: the bytes are followed on stdin by their SHA-256 (64 hex digits and a newline),

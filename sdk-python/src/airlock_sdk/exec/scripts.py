@@ -151,7 +151,9 @@ case $dest in */*) dir=${dest%/*}; dir=${dir:-/} ;; *) dir=. ;; esac
 base=${dest##*/}
 [ -d "$dir" ] || airlock_fail @NO_DIRECTORY@ "no such directory: $dir"
 if [ "$replace" != 1 ]; then { [ -e "$dest" ] || [ -L "$dest" ]; } && airlock_fail @EXISTS@ "$dest exists (not replaced)"; fi
-tmp=$dir/.$(printf "%.40s" "$base").$rand.airlock-part"""
+short=$base
+while [ ${#short} -gt 40 ]; do short=${short%?}; done
+tmp=$dir/.$short.$rand.airlock-part"""
 )
 
 # SHA256 ``-``: the bytes are followed on stdin by their SHA-256 (64 hex digits and a newline),
