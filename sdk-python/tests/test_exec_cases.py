@@ -10,7 +10,10 @@ import socket
 import unittest
 from typing import Any, Dict
 
-from airlock_sdk.exec import CliAdapter, docker_exec, push_local_file, push_stream, collect_to_local_file, ssh_exec
+from airlock_sdk.exec import (
+    CliAdapter, collect_to_local_file, docker_exec, push_bytes, push_local_file, push_stream, ssh_exec,
+)
+from airlock_sdk.exec.push import TRAILED_FROM
 
 from support import (
     MiB, StandIns, WORK_DIR, fresh_dir, needs_relay, needs_stand_ins, operator, refusal, sandbox_path, sha256,
@@ -193,9 +196,32 @@ class ExecRefusals(unittest.TestCase):
             self.assertEqual(refusal(lambda: self.airlock.push_file(docker_exec("box"), file_id, target)), want)
             # A local file handed to the CLI as its stdin: the same refusal.
             self.assertEqual(refusal(lambda: push_local_file(docker_exec("box"), local, target, compress="never")), want)
+            # Bytes from memory, their SHA-256 sent after them (hashed on the way): the same refusal.
+            self.assertEqual(refusal(lambda: push_bytes(docker_exec("box"), RANDOM, target)), want)
         finally:
             StandIns.configure({})
         self.assertEqual(os.listdir(folder), [])
+
+    def test_push_bytes_refuses_a_damaged_trailing_sha256(self) -> None:
+        """push_bytes sends the SHA-256 after the bytes: one flipped there is refused too."""
+        self.assertGreaterEqual(len(RANDOM), TRAILED_FROM)
+        folder = fresh_dir("trailer-")
+        target = f"{folder}/random.bin"
+        digest = sha256(RANDOM)
+        digit = next(i for i, c in enumerate(digest) if c.isdigit())  # a digit flips to a digit
+        said = f"push to {target} in docker exec box: "
+        for at, message in (
+            (digit, f"SHA-256 mismatch: received {digest}, expected {flipped(digest.encode(), digit).decode()}"),
+            (64, "the SHA-256 after the bytes did not arrive intact"),  # its newline
+        ):
+            StandIns.configure({"flip": {"stream": "stdin", "at": len(RANDOM) + at}})
+            try:
+                got = refusal(lambda: push_bytes(docker_exec("box"), RANDOM, target))
+            finally:
+                StandIns.configure({})
+            want = {"status": 0, "code": "transfer_mismatch", "message": said + message + "; nothing was kept"}
+            self.assertEqual(got, want)
+            self.assertEqual(os.listdir(folder), [])
 
     def test_transfer_mismatch_full_disk(self) -> None:
         full_disk = sandbox_path(os.path.join(WORK_DIR, "py-full-disk-bin"), ["sha256sum"])
@@ -209,6 +235,8 @@ class ExecRefusals(unittest.TestCase):
             target = f"{folder}/random.bin"
             file_id = self.seeded(RANDOM, "random.bin")
             got = refusal(lambda: self.airlock.push_file(docker_exec("full-disk"), file_id, target))
+            self.assertEqual(got, case("transfer_mismatch_full_disk", target=target, size=len(RANDOM)))
+            got = refusal(lambda: push_bytes(docker_exec("full-disk"), RANDOM, target))
             self.assertEqual(got, case("transfer_mismatch_full_disk", target=target, size=len(RANDOM)))
             self.assertEqual(os.listdir(folder), [])
         finally:

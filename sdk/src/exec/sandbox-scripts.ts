@@ -151,7 +151,8 @@ airlock_place() {
 
 /**
  * Opens the temp file: `.NAME.RAND.airlock-part` in DEST's directory, created exclusively
- * (the name cut to 40 bytes, so that the temp name stays short). Sets $tmp, $dest, $want.
+ * (the name cut to 40 bytes, or characters in a shell that counts those, so that the temp
+ * name stays short; by a loop of builtins, not a subshell). Sets $tmp, $dest, $want.
  */
 const OPEN_TEMP = `
 dest=$1 want=$2 replace=$3 mode=$4 rand=$5
@@ -159,18 +160,39 @@ case $dest in */*) dir=\${dest%/*}; dir=\${dir:-/} ;; *) dir=. ;; esac
 base=\${dest##*/}
 [ -d "$dir" ] || airlock_fail ${EXIT.noDirectory} "no such directory: $dir"
 if [ "$replace" != 1 ]; then { [ -e "$dest" ] || [ -L "$dest" ]; } && airlock_fail ${EXIT.exists} "$dest exists (not replaced)"; fi
-tmp=$dir/.$(printf "%.40s" "$base").$rand.airlock-part`;
+short=$base
+while [ \${#short} -gt 40 ]; do short=\${short%?}; done
+tmp=$dir/.$short.$rand.airlock-part`;
+
+/**
+ * SHA256 `-`: the bytes are followed on stdin by their SHA-256 (64 hex digits and a newline),
+ * so that the host hashes them while they travel (the Python SDK's `push_bytes`).
+ * `airlock_trailer SIZE` reads it from the temp file and cuts it off, or refuses when it is not
+ * there or not well-formed.
+ */
+const TRAILER = `
+airlock_trailer() {
+  want=$(dd if="$tmp" bs=1 skip="$1" count=65 2>/dev/null)
+  case $want in *[!0-9a-f]*) want= ;; esac
+  if [ \${#want} != 64 ]; then
+    have=$(($(wc -c < "$tmp")))
+    [ "$have" -ge "$1" ] || airlock_fail ${EXIT.mismatch} "wrote $have of $1 bytes; nothing was kept"
+    airlock_fail ${EXIT.mismatch} "the SHA-256 after the bytes did not arrive intact; nothing was kept"
+  fi
+  dd if=/dev/null of="$tmp" bs=1 seek="$1" 2>/dev/null || airlock_fail 1 "could not cut the SHA-256 from $tmp"
+}`;
 
 /**
  * `sh -c PUSH airlock-push DEST SHA256 REPLACE MODE RAND ENCODING SIZE`: stdin (gzip when
  * ENCODING is `gzip`) into a temp file beside DEST, checked there (the SHA-256 of the file on
  * disk: a failed inflate or write shows as a mismatch), then placed. The temp file never
- * outlives a failure. (Hashing the file once written costs less CPU than hashing the stream
- * through `tee`, whose small writes cost more than the second read from the page cache.)
+ * outlives a failure. SHA256 `-`: see {@link TRAILER}. (Hashing the file once written costs
+ * less CPU than hashing the stream through `tee`, whose small writes cost more than the second
+ * read from the page cache.)
  */
 export function pushScript(commands: SandboxCommands & { sha256: string }): string {
   const inflate = commands.inflate ?? "false";
-  return `${placeFunctions(commands.sha256)}
+  return `${placeFunctions(commands.sha256)}${TRAILER}
 ${OPEN_TEMP}
 set -C
 command : 2>/dev/null > "$tmp" || airlock_fail ${EXIT.cannotCreate} "could not create a temp file in $dir"
@@ -178,6 +200,7 @@ set +C
 trap 'rm -f -- "$tmp"' EXIT
 trap 'exit 129' HUP INT TERM PIPE
 if [ "$6" = gzip ]; then ${inflate} > "$tmp"; else cat > "$tmp"; fi
+[ "$want" = - ] && airlock_trailer "$7"
 airlock_verify "$(airlock_sha256 < "$tmp")" "$7"
 airlock_place "$tmp" "$dest" "$replace" "$mode"
 trap - EXIT

@@ -9,6 +9,7 @@ import os
 import re
 import secrets
 import subprocess
+import threading
 import time
 import zlib
 from typing import IO, Iterable, Iterator, List, Optional, Union
@@ -53,7 +54,8 @@ def push_stream(
     without stdin also ``too_large_for_base64`` and ``sandbox_cannot_decode``. Nothing is left
     at ``path`` after a refusal; the source is closed."""
     try:
-        digest = check_push(path, sha256, size)
+        trailed = isinstance(chunks, _Trailed)
+        digest = _TRAILED if trailed else check_push(path, sha256, size)
         if not exec.stdin:
             refuse_too_large_for_base64(exec, path, size, max_base64_bytes)
         commands = with_hasher(exec)
@@ -66,6 +68,8 @@ def push_stream(
         started = time.monotonic()
         argv = push_argv(commands, path, digest, size, replace, mode, encoding)
         exit = run_small(exec, argv, stream)
+        if trailed:
+            digest = chunks.hexdigest()  # type: ignore[attr-defined]
         return pushed(exec, path, digest, size, encoding, exit, started)
     finally:
         close = getattr(chunks, "close", None)
@@ -74,12 +78,46 @@ def push_stream(
 
 
 def push_bytes(exec: ExecAdapter, data: bytes, path: str, **options: object) -> PushResult:
-    """Pushes ``data`` (in memory) into the sandbox at ``path``, as :func:`push_stream`."""
-    view = memoryview(data)
-    chunks = (bytes(view[i : i + READ_BYTES]) for i in range(0, len(view), READ_BYTES))
-    return push_stream(
-        exec, chunks, path, sha256=hashlib.sha256(data).hexdigest(), size=len(data), **options  # type: ignore[arg-type]
-    )
+    """Pushes ``data`` (in memory) into the sandbox at ``path``, as :func:`push_stream`. With
+    stdin the bytes start at once, hashed on a second thread while they travel; their SHA-256
+    follows them, and the sandbox checks them against it before they are put in place."""
+    view = memoryview(data).cast("B")
+    # The base64 fallback names the SHA-256 in its first command; below TRAILED_FROM hashing
+    # first costs less than cutting the SHA-256 off in the sandbox.
+    if not exec.stdin or len(view) < TRAILED_FROM:
+        chunks = (view[i : i + READ_BYTES] for i in range(0, len(view), READ_BYTES))
+        return push_stream(
+            exec, chunks, path, sha256=hashlib.sha256(view).hexdigest(), size=len(view), **options  # type: ignore[arg-type]
+        )
+    check_push(path, "0" * 64, len(view))
+    return push_stream(exec, _Trailed(view), path, sha256=_TRAILED, size=len(view), **options)  # type: ignore[arg-type]
+
+
+#: The SHA-256 argument that tells the sandbox's push script to read it after the bytes.
+_TRAILED = "-"
+#: From this size push_bytes sends the SHA-256 after the bytes.
+TRAILED_FROM = 1024 * 1024
+
+
+class _Trailed:
+    """``view``'s bytes in slices of ``READ_BYTES``, then their SHA-256 in hex and a newline:
+    hashed by a thread of its own (hashlib lets go of the GIL), beside the sending."""
+
+    def __init__(self, view: memoryview) -> None:
+        self._view = view
+        self._digest = hashlib.sha256()
+        self._hashing = threading.Thread(target=self._digest.update, args=(view,), daemon=True)
+        self._hashing.start()
+
+    def __iter__(self) -> Iterator[bytes]:
+        view = self._view
+        for at in range(0, len(view), READ_BYTES):
+            yield view[at : at + READ_BYTES]  # type: ignore[misc]
+        yield (self.hexdigest() + "\n").encode()
+
+    def hexdigest(self) -> str:
+        self._hashing.join()
+        return self._digest.hexdigest()
 
 
 def push_local_file(

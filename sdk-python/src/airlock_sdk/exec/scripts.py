@@ -151,7 +151,26 @@ case $dest in */*) dir=${dest%/*}; dir=${dir:-/} ;; *) dir=. ;; esac
 base=${dest##*/}
 [ -d "$dir" ] || airlock_fail @NO_DIRECTORY@ "no such directory: $dir"
 if [ "$replace" != 1 ]; then { [ -e "$dest" ] || [ -L "$dest" ]; } && airlock_fail @EXISTS@ "$dest exists (not replaced)"; fi
-tmp=$dir/.$(printf "%.40s" "$base").$rand.airlock-part"""
+short=$base
+while [ ${#short} -gt 40 ]; do short=${short%?}; done
+tmp=$dir/.$short.$rand.airlock-part"""
+)
+
+# SHA256 ``-``: the bytes are followed on stdin by their SHA-256 (64 hex digits and a newline),
+# so that the host hashes them while they travel. ``airlock_trailer SIZE`` reads it from the
+# temp file and cuts it off, or refuses when it is not there or not well-formed.
+_TRAILER = _sub(
+    r"""
+airlock_trailer() {
+  want=$(dd if="$tmp" bs=1 skip="$1" count=65 2>/dev/null)
+  case $want in *[!0-9a-f]*) want= ;; esac
+  if [ ${#want} != 64 ]; then
+    have=$(($(wc -c < "$tmp")))
+    [ "$have" -ge "$1" ] || airlock_fail @MISMATCH@ "wrote $have of $1 bytes; nothing was kept"
+    airlock_fail @MISMATCH@ "the SHA-256 after the bytes did not arrive intact; nothing was kept"
+  fi
+  dd if=/dev/null of="$tmp" bs=1 seek="$1" 2>/dev/null || airlock_fail 1 "could not cut the SHA-256 from $tmp"
+}"""
 )
 
 _CREATE_TEMP = _sub(
@@ -163,11 +182,13 @@ set +C"""
 
 
 def push_script(commands: SandboxCommands) -> str:
-    """``sh -c PUSH airlock-push DEST SHA256 REPLACE MODE RAND ENCODING SIZE``."""
+    """``sh -c PUSH airlock-push DEST SHA256 REPLACE MODE RAND ENCODING SIZE``; SHA256 ``-``
+    means the digest follows the bytes on stdin (see the TypeScript SDK's ``pushScript``)."""
     assert commands.sha256
     inflate = commands.inflate or "false"
     return (
         _place_functions(commands.sha256)
+        + _TRAILER
         + "\n"
         + _OPEN_TEMP
         + _CREATE_TEMP
@@ -176,6 +197,7 @@ def push_script(commands: SandboxCommands) -> str:
         + 'if [ "$6" = gzip ]; then '
         + inflate
         + ' > "$tmp"; else cat > "$tmp"; fi\n'
+        + '[ "$want" = - ] && airlock_trailer "$7"\n'
         + 'airlock_verify "$(airlock_sha256 < "$tmp")" "$7"\n'
         + 'airlock_place "$tmp" "$dest" "$replace" "$mode"\n'
         + "trap - EXIT\n"
