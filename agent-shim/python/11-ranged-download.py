@@ -11,6 +11,10 @@
 HASH_READ_BYTES = MiB
 
 
+class WholeAnswer(CliError):
+    """A range answered with the whole file (a relay that does not serve this one in ranges)."""
+
+
 def head_hint(url, headers):
     """What a HEAD says before the bytes: {sha256, name, size, ranges}. Best effort: anything
     but a 200 or 206 says nothing (the GET then reports the failure properly)."""
@@ -38,7 +42,10 @@ def maybe_ranged(url, headers, target, name, known, output, policy, size):
     streams, threshold = settings[0], settings[1]
     if streams < 2 or (isinstance(size, int) and size < threshold):
         return None
-    hint = head_hint(url, headers)
+    # Size and SHA-256 known (a file record, an inbox item): no HEAD, the ranges ask for
+    # themselves, and a relay that answers one whole is asked again in one stream.
+    asked = not (known and isinstance(size, int))
+    hint = head_hint(url, headers) if asked else {"sha256": known, "size": size, "ranges": True}
     sha256 = known or hint.get("sha256")
     total = hint.get("size") or 0
     # Ranges only where the relay names the content: each range carries If-Range with it, and a
@@ -66,6 +73,10 @@ def maybe_ranged(url, headers, target, name, known, output, policy, size):
         job = RangedDownload(url, headers, target, part, total, sha256, settings, policy)
         try:
             job.run(corrupt)
+        except WholeAnswer:
+            if asked:
+                raise
+            return None  # the part and its lock go below
         finally:
             forget_ranges(part)
         if output[0] == "path":
@@ -246,7 +257,7 @@ class RangedDownload(object):
     def check(self, res, relay_etag, first, last):
         """Refuses any answer but a 206 of exactly bytes first-last of this file."""
         if res.status == 200:
-            raise self.range_error("the whole file came back for a byte range")
+            raise self.range_error("the whole file came back for a byte range", WholeAnswer)
         if res.status != 206:
             raise status_error(res, read_text(res), "%s refused %s" % (self.target[0], self.target[2]))
         etag = etag_sha256(res, relay_etag)
@@ -256,8 +267,8 @@ class RangedDownload(object):
         if not answered or tuple(int(n) for n in answered.groups()) != (first, last, self.size):
             raise self.range_error("answered bytes %d-%d with another range" % (first, last))
 
-    def range_error(self, what):
-        return CliError(
+    def range_error(self, what, kind=CliError):
+        return kind(
             "%s %s during the %s; AIRLOCK_DOWNLOAD_STREAMS=1 downloads in one stream" % (self.target[0], what, self.target[2])
         )
 

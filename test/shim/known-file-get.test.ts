@@ -6,9 +6,10 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startFaultProxy, type FaultProxy } from "../fixtures/fault-proxy";
 import { sharedRelay } from "../support/shared-relay";
 import { prepareShim, relayEnv, runShim } from "./run-shim";
+import { runDriver, shimDrivers, type ShimDriver } from "./shims";
 
 /**
- * The Node shim's `airlock get <fileId>` of a file over the ranged-download threshold: the file
+ * `airlock get <fileId>` (Node and Python shims) of a file over the ranged-download threshold: the file
  * record gives its size and SHA-256, so no HEAD goes before the ranges (a round trip saved);
  * a relay that answers the first range with the whole file is asked again in one stream.
  * Bytes equal by SHA-256, nothing left beside the file.
@@ -18,7 +19,13 @@ const MiB = 1024 * 1024;
 const digest = (bytes: Uint8Array) => createHash("sha256").update(bytes).digest("hex");
 
 describe("ranged get of a file whose size and SHA-256 are known", () => {
-  const state = {} as { proxy: FaultProxy; dir: string; token: string; fileId: string };
+  const state = {} as {
+    proxy: FaultProxy;
+    dir: string;
+    token: string;
+    fileId: string;
+    drivers: ShimDriver[];
+  };
   const bytes = randomFillSync(Buffer.alloc(3 * MiB + 5));
 
   beforeAll(async () => {
@@ -26,6 +33,7 @@ describe("ranged get of a file whose size and SHA-256 are known", () => {
     const relay = sharedRelay();
     state.proxy = await startFaultProxy({ target: relay.url });
     state.dir = await mkdtemp(join(tmpdir(), "airlock-known-get-"));
+    state.drivers = await shimDrivers(state.dir);
     state.token = (await relay.mintSession()).token;
     await writeFile(join(state.dir, "big.bin"), bytes);
     const env = relayEnv(relay.url, state.token);
@@ -40,12 +48,13 @@ describe("ranged get of a file whose size and SHA-256 are known", () => {
   });
 
   /** Gets the file in 1 MiB ranges, 4 streams; the method and range of each content request. */
-  async function get(): Promise<string[]> {
+  async function get(shim: "node" | "python"): Promise<string[]> {
     const out = await mkdtemp(join(state.dir, "out-"));
     const from = state.proxy.requests.length;
     const ranged = { AIRLOCK_PARALLEL_THRESHOLD: `${MiB}`, AIRLOCK_DOWNLOAD_CHUNK: `${MiB}` };
     const env = { ...relayEnv(state.proxy.url, state.token), ...ranged };
-    const got = await runShim(["get", state.fileId], { cwd: out, env });
+    const driver = state.drivers.find((d) => d.name === shim)!;
+    const got = await runDriver(driver, ["get", state.fileId], { cwd: out, env, home: state.dir });
     expect(got.stderr, got.stderr).toBe("");
     expect(digest(await readFile(join(out, "big.bin")))).toBe(digest(bytes));
     expect(await readdir(out)).toEqual(["big.bin"]);
@@ -53,15 +62,17 @@ describe("ranged get of a file whose size and SHA-256 are known", () => {
     return content.map((r) => `${r.method} ${r.range ?? "whole"}`);
   }
 
-  it("asks no HEAD: the first range goes first", async () => {
-    const asked = await get();
-    expect(asked[0]).toBe(`GET bytes=0-${MiB - 1}`);
-    expect(asked.filter((line) => line.startsWith("HEAD"))).toEqual([]);
-  });
+  for (const shim of ["node", "python"] as const) {
+    it(`${shim}: asks no HEAD: the first range goes first`, async () => {
+      const asked = await get(shim);
+      expect(asked[0]).toBe(`GET bytes=0-${MiB - 1}`);
+      expect(asked.filter((line) => line.startsWith("HEAD"))).toEqual([]);
+    });
 
-  it("asks again in one stream when the relay answers the first range whole", async () => {
-    const rule = { method: "GET", path: /\/content$/, times: 1 };
-    state.proxy.inject({ ...rule, fault: { kind: "drop-range" } });
-    expect(await get()).toEqual([`GET bytes=0-${MiB - 1}`, "GET whole"]);
-  });
+    it(`${shim}: asks again in one stream when the relay answers the first range whole`, async () => {
+      const rule = { method: "GET", path: /\/content$/, times: 1 };
+      state.proxy.inject({ ...rule, fault: { kind: "drop-range" } });
+      expect(await get(shim)).toEqual([`GET bytes=0-${MiB - 1}`, "GET whole"]);
+    });
+  }
 });
