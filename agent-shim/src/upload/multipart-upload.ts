@@ -5,6 +5,7 @@ import { CliError, fsError } from "../cli/errors.js";
 import { readText, request, statusError } from "../transport/http.js";
 import { changedWhileSending } from "./prepare.js";
 import { Progress } from "../cli/progress.js";
+import { splitProbe } from "../download/split-probe.js";
 import type { MultipartAnswer, PartUpload } from "../transport/relay-client.js";
 import { withRetry } from "../transport/retry.js";
 import { isRetryableStorageAnswer, uploadTarget } from "./upload.js";
@@ -21,8 +22,13 @@ export interface PartsJob {
   /** The file's name, for messages and the progress bar. */
   label: string;
   policy: RetryPolicy;
-  /** Parts in flight at once. */
+  /** Parts in flight at once (at most, when `adaptive`). */
   concurrency: number;
+  /**
+   * One part in flight, watched as its bytes go (`splitProbe`); the others open only when it
+   * runs slow with over a second of sending left. Absent: `concurrency` at once from the start.
+   */
+  adaptive?: boolean;
 }
 
 /**
@@ -40,9 +46,10 @@ export async function putParts(upload: MultipartAnswer, job: PartsJob): Promise<
 }
 
 /**
- * Runs `send` for each of the parts `numbers`, in order, up to `concurrency` at once; the first
- * to fail for good stops the others and its error ends the upload. One progress bar covers all
- * the stored bytes, starting at those already held. Returns the bytes stored by this call.
+ * Runs `send` for each of the parts `numbers`, in order, up to `concurrency` at once (with
+ * `adaptive`, one at a time until the first shows more pay); the first to fail for good stops
+ * the others and its error ends the upload. One progress bar covers all the stored bytes,
+ * starting at those already held. Returns the bytes stored by this call.
  */
 export async function eachPart(
   numbers: number[],
@@ -51,7 +58,17 @@ export async function eachPart(
 ): Promise<number> {
   const lengths = numbers.map((n) => partLength(job.storedSize, job.partSize, n));
   const missingBytes = lengths.reduce((sum, length) => sum + length, 0);
-  const progress = new Progress(job.label, job.storedSize, job.storedSize - missingBytes);
+  const most = Math.min(job.concurrency, numbers.length);
+  const adaptive = job.adaptive === true && most > 1;
+  const held = job.storedSize - missingBytes;
+  const progress = adaptive
+    ? new WatchedProgress(
+        job.label,
+        job.storedSize,
+        held,
+        splitProbe(missingBytes, () => start(most - 1)),
+      )
+    : new Progress(job.label, job.storedSize, held);
   const stop = new AbortController();
   let failure: { error: unknown } | undefined;
   let uploaded = 0;
@@ -72,14 +89,35 @@ export async function eachPart(
       }
     }
   };
+  const runs: Promise<void>[] = [];
+  const start = (workers: number) => {
+    for (let i = 0; i < workers; i++) runs.push(worker());
+  };
+  start(adaptive ? 1 : most);
   try {
-    const workers = Math.min(job.concurrency, numbers.length);
-    await Promise.all(Array.from({ length: workers }, worker));
+    for (let i = 0; i < runs.length; i++) await runs[i]; // More may start while waiting.
   } finally {
     progress.finish();
   }
   if (failure) throw failure.error;
   return uploaded;
+}
+
+/** A progress bar that also tells `heard` of the bytes it is advanced by. */
+class WatchedProgress extends Progress {
+  constructor(
+    label: string,
+    total: number,
+    done: number,
+    private readonly heard: (bytes: number) => void,
+  ) {
+    super(label, total, done);
+  }
+
+  override advance(bytes: number): void {
+    super.advance(bytes);
+    this.heard(bytes);
+  }
 }
 
 /** The missing parts, once the relay's plan is known to match ours; in order. */

@@ -144,7 +144,7 @@ async function sendParts(
   upload: MultipartAnswer,
   { source, partSha256, wholeHash, saved }: Reading,
 ): Promise<Sent & { sha256: string }> {
-  const { relay, policy, concurrency } = ctx;
+  const { relay, policy, concurrency, adaptive } = ctx;
   const { path, name, size } = file;
   const { partSize } = source;
   if (upload.partSize !== partSize || upload.partCount !== partSha256.length) {
@@ -158,6 +158,7 @@ async function sendParts(
     label: name,
     policy,
     concurrency,
+    adaptive,
   };
   const { uploadId } = upload;
   const putMissing = async (missing: number[], known: PartUpload[]) => {
