@@ -1,9 +1,10 @@
 import { createReadStream } from "node:fs";
+import { open } from "node:fs/promises";
 import type { RetryPolicy } from "../cli/config.js";
-import { DigestStream } from "./digest.js";
 import { CliError, fsError } from "../cli/errors.js";
 import { readText, request, statusError } from "../transport/http.js";
 import { changedWhileSending } from "./prepare.js";
+import { hashPart } from "./part-signer.js";
 import { Progress } from "../cli/progress.js";
 import { splitProbe } from "../download/split-probe.js";
 import type { MultipartAnswer, PartUpload } from "../transport/relay-client.js";
@@ -17,7 +18,10 @@ export interface PartsJob {
   path: string;
   storedSize: number;
   partSize: number;
-  /** The SHA-256 of each part, in order: what each part is checked against on its way out. */
+  /**
+   * The SHA-256 of each part, in order: what each part's PUT is signed with, which the store
+   * checks; a part it refuses is hashed again here to tell a file changed under us.
+   */
   partSha256: string[];
   /** The file's name, for messages and the progress bar. */
   label: string;
@@ -33,7 +37,7 @@ export interface PartsJob {
 
 /**
  * PUTs the parts `upload` lists as missing, up to `concurrency` at once, each streamed from disk
- * and checked against its digest on the way out, each retried on its own. The first part to
+ * under its signed digest (the store checks it), each retried on its own. The first part to
  * fail for good stops the others and its error ends the upload. One progress bar covers all the
  * stored bytes, starting at those already held. Returns the bytes stored by this call.
  */
@@ -135,7 +139,11 @@ function checkedParts(upload: MultipartAnswer, job: PartsJob): PartUpload[] {
   return [...upload.parts].sort((a, b) => a.partNumber - b.partNumber);
 }
 
-/** PUTs one part with exactly its signed headers, retried per the policy until `signal` ends it. */
+/**
+ * PUTs one part with exactly its signed headers, retried per the policy until `signal` ends it.
+ * The bytes are not hashed on their way out: the store checks them against the signed digest,
+ * and only when it refuses them is the part read again, to name a file changed under us.
+ */
 export async function putPart(
   { partNumber, put }: PartUpload,
   job: PartsJob,
@@ -152,28 +160,24 @@ export async function putPart(
     job.policy,
     target,
     async () => {
-      let changed = false;
-      const digest = new DigestStream({
-        bytes: length,
-        sha256: job.partSha256[partNumber - 1]!,
-        mismatch: () => {
-          changed = true;
-          return changedWhileSending(label);
-        },
-      });
       const input = createReadStream(path, { start, end: start + length - 1 });
       const body = progress.meter();
       input.once("error", (err) => body.destroy(fsError("read", path, err)));
-      digest.once("error", (err) => body.destroy(err));
+      // A file cut short under us (the store would wait for the rest of the signed length).
+      input.once("end", () => {
+        if (input.bytesRead !== length) body.destroy(changedWhileSending(label));
+      });
       body.once("close", () => input.destroy());
-      input.pipe(digest).pipe(body);
+      input.pipe(body);
       try {
         const res = await request({ ...put, body, signal });
         const text = await readText(res);
         const status = res.statusCode ?? 0;
         if (status >= 200 && status < 300) return;
         // The store refuses bytes that do not match the signed checksum: name the cause.
-        if (changed) throw changedWhileSending(label);
+        if (status >= 400 && status < 500 && (await partChanged(job, partNumber))) {
+          throw changedWhileSending(label);
+        }
         throw statusError(
           res,
           text,
@@ -188,4 +192,18 @@ export async function putPart(
     },
     signal,
   );
+}
+
+/** Whether part `n` on disk is gone, cut short, or no longer hashes to its signed digest. */
+async function partChanged(job: PartsJob, n: number): Promise<boolean> {
+  const handle = await open(job.path, "r").catch(() => undefined);
+  if (!handle) return true;
+  const { path, label: name, storedSize: size, partSize } = job;
+  try {
+    return (await hashPart({ handle, path, name, size, partSize }, n)) !== job.partSha256[n - 1];
+  } catch {
+    return true;
+  } finally {
+    await handle.close();
+  }
 }

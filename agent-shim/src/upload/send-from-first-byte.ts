@@ -23,9 +23,9 @@ export interface FirstByteFile {
  * Sends a large file as it is read, without a pass over it first (docs/api.md, "Sending from
  * the first byte"): the upload is declared without its whole hash but with part 1's digest,
  * so that its answer signs part 1 (one round trip before the first byte); later parts are
- * hashed in order ahead of their PUTs and signed in batches (`PartSigner`). Each PUT is checked
- * against its digest on the way out (a file changing under us is named as that), while another
- * thread hashes the whole file for `complete`. A dedup hit is found there. The upload is saved, so a later `send` of the file
+ * hashed in order ahead of their PUTs and signed in batches (`PartSigner`). The store checks each
+ * PUT against its digest (a part it refuses because the file changed under us is named as that),
+ * while another thread hashes the whole file for `complete`. A dedup hit is found there. The upload is saved, so a later `send` of the file
  * resumes it. Undefined when this way is not open: the relay predates it, or a saved upload
  * of the file declared with its hashes is waiting to be resumed the hashed way.
  */
