@@ -3,7 +3,7 @@ import { open } from "node:fs/promises";
 import type { RetryPolicy } from "../cli/config.js";
 import { CliError, fsError } from "../cli/errors.js";
 import { readText, request, statusError } from "../transport/http.js";
-import { changedWhileSending } from "./prepare.js";
+import { PASS_CHUNK_BYTES, changedWhileSending } from "./prepare.js";
 import { hashPart } from "./part-signer.js";
 import { Progress } from "../cli/progress.js";
 import { splitProbe } from "../download/split-probe.js";
@@ -160,7 +160,10 @@ export async function putPart(
     job.policy,
     target,
     async () => {
-      const input = createReadStream(path, { start, end: start + length - 1 });
+      // A megabyte a read, as the hashing passes read: 16× fewer trips through the streams than
+      // Node's 64 KiB (on 1 GiB a quarter of the shim's CPU, which the store wants on two cores).
+      const chunk = { highWaterMark: PASS_CHUNK_BYTES };
+      const input = createReadStream(path, { start, end: start + length - 1, ...chunk });
       const body = progress.meter();
       input.once("error", (err) => body.destroy(fsError("read", path, err)));
       // A file cut short under us (the store would wait for the rest of the signed length).
