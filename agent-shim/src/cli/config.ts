@@ -73,9 +73,9 @@ export function uploadConcurrency(env: Env = process.env): number {
 }
 
 /**
- * Whether an upload starts with one part in flight and opens the others only when that part
- * runs slow (the downloads' rule, `splitPays`): yes unless `AIRLOCK_UPLOAD_CONCURRENCY` is set,
- * when that many go at once from the start.
+ * Whether an upload sends one part's bytes at a time and streams more parts at once only when
+ * the first runs slow (the downloads' rule, `splitPays`): yes unless `AIRLOCK_UPLOAD_CONCURRENCY`
+ * is set, when that many go at once from the start.
  */
 export function uploadAdaptive(env: Env = process.env): boolean {
   return !env.AIRLOCK_UPLOAD_CONCURRENCY?.trim();

@@ -29,8 +29,9 @@ export interface PartsJob {
   /** Parts in flight at once (at most, when `adaptive`). */
   concurrency: number;
   /**
-   * One part in flight, watched as its bytes go (`splitProbe`); the others open only when it
-   * runs slow with over a second of sending left. Absent: `concurrency` at once from the start.
+   * One part's bytes at a time, the next part following as soon as they are read out, watched as
+   * they go (`splitProbe`); `concurrency` stream at once only when the first runs slow with over
+   * a second of sending left. Absent: `concurrency` at once from the start.
    */
   adaptive?: boolean;
 }
@@ -44,62 +45,90 @@ export interface PartsJob {
 export async function putParts(upload: MultipartAnswer, job: PartsJob): Promise<number> {
   const missing = checkedParts(upload, job);
   const numbers = missing.map((part) => part.partNumber);
-  return eachPart(numbers, job, (index, progress, signal) =>
-    putPart(missing[index]!, job, progress, signal),
+  return eachPart(numbers, job, (index, progress, signal, sent) =>
+    putPart(missing[index]!, job, progress, signal, sent),
   );
 }
 
 /**
- * Runs `send` for each of the parts `numbers`, in order, up to `concurrency` at once (with
- * `adaptive`, one at a time until the first shows more pay); the first to fail for good stops
- * the others and its error ends the upload. One progress bar covers all the stored bytes,
- * starting at those already held. Returns the bytes stored by this call.
+ * Runs `send` for each of the parts `numbers`, in order, up to `concurrency` at once; the first
+ * to fail for good stops the others and its error ends the upload. With `adaptive`, one part's
+ * bytes go at a time: the next part starts once they are all sent (`sent`), while the store
+ * still checks and answers the last, so the parts follow each other as one stream would, with
+ * up to `concurrency` awaiting their answers; all `concurrency` stream at once only when the
+ * first shows that pays (`splitProbe`). One progress bar covers all the stored bytes, starting
+ * at those already held. Returns the bytes stored by this call.
  */
 export async function eachPart(
   numbers: number[],
   job: PartsJob,
-  send: (index: number, progress: Progress, signal: AbortSignal) => Promise<void>,
+  send: (index: number, progress: Progress, signal: AbortSignal, sent: () => void) => Promise<void>,
 ): Promise<number> {
   const lengths = numbers.map((n) => partLength(job.storedSize, job.partSize, n));
   const missingBytes = lengths.reduce((sum, length) => sum + length, 0);
   const most = Math.min(job.concurrency, numbers.length);
   const adaptive = job.adaptive === true && most > 1;
   const held = job.storedSize - missingBytes;
+  let streams = adaptive ? 1 : most;
+  const split = () => {
+    streams = most;
+    pump();
+  };
   const progress = adaptive
-    ? new WatchedProgress(
-        job.label,
-        job.storedSize,
-        held,
-        splitProbe(missingBytes, () => start(most - 1)),
-      )
+    ? new WatchedProgress(job.label, job.storedSize, held, splitProbe(missingBytes, split))
     : new Progress(job.label, job.storedSize, held);
   const stop = new AbortController();
   let failure: { error: unknown } | undefined;
   let uploaded = 0;
   let next = 0;
+  /** Parts whose bytes are still going, and parts not yet answered. */
+  let streaming = 0;
+  let unanswered = 0;
+  const runs: Promise<void>[] = [];
 
-  const worker = async (): Promise<void> => {
-    while (!stop.signal.aborted && next < numbers.length) {
-      const index = next++;
-      try {
-        await send(index, progress, stop.signal);
+  const launch = (index: number) => {
+    let going = true;
+    const sent = () => {
+      if (!going) return;
+      going = false;
+      streaming--;
+      pump();
+    };
+    streaming++;
+    unanswered++;
+    const run = send(index, progress, stop.signal, adaptive ? sent : () => {}).then(
+      () => {
         uploaded += lengths[index]!;
-      } catch (error) {
+      },
+      (error: unknown) => {
         if (!stop.signal.aborted) {
           failure = { error };
           stop.abort(error);
         }
-        return;
-      }
+      },
+    );
+    runs.push(
+      run.finally(() => {
+        unanswered--;
+        sent();
+        going = false;
+        pump();
+      }),
+    );
+  };
+  function pump(): void {
+    while (
+      !stop.signal.aborted &&
+      next < numbers.length &&
+      streaming < streams &&
+      unanswered < most
+    ) {
+      launch(next++);
     }
-  };
-  const runs: Promise<void>[] = [];
-  const start = (workers: number) => {
-    for (let i = 0; i < workers; i++) runs.push(worker());
-  };
-  start(adaptive ? 1 : most);
+  }
+  pump();
   try {
-    for (let i = 0; i < runs.length; i++) await runs[i]; // More may start while waiting.
+    for (let i = 0; i < runs.length; i++) await runs[i]; // More start while waiting.
   } finally {
     progress.finish();
   }
@@ -149,6 +178,7 @@ export async function putPart(
   job: PartsJob,
   progress: Progress,
   signal: AbortSignal,
+  sent: () => void = () => {},
 ): Promise<void> {
   const { path, partSize, storedSize, label } = job;
   const count = job.partSha256.length;
@@ -169,6 +199,7 @@ export async function putPart(
       // A file cut short under us (the store would wait for the rest of the signed length).
       input.once("end", () => {
         if (input.bytesRead !== length) body.destroy(changedWhileSending(label));
+        else sent();
       });
       body.once("close", () => input.destroy());
       input.pipe(body);

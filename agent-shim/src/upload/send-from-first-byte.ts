@@ -166,8 +166,8 @@ async function sendParts(
       relay.signParts(uploadId, name, parts);
     const signer = new PartSigner(source, missing, sign, concurrency, partSha256, known);
     try {
-      return await eachPart(missing, job, async (index, progress, signal) => {
-        await putPart(await signer.urlFor(index), job, progress, signal);
+      return await eachPart(missing, job, async (index, progress, signal, sent) => {
+        await putPart(await signer.urlFor(index), job, progress, signal, sent);
         void wholeHash();
       });
     } finally {

@@ -24,7 +24,7 @@ export interface SendContext {
   policy: RetryPolicy;
   /** Parts in flight at once (at most, when `adaptive`). */
   concurrency: number;
-  /** One part in flight until it shows more pay (`eachPart`); absent: all `concurrency` at once. */
+  /** One part's bytes at a time until the first shows more pay (`eachPart`); absent: all at once. */
   adaptive?: boolean;
   states: UploadStates;
 }
