@@ -110,9 +110,9 @@ export async function eachPart(
     runs.push(
       run.finally(() => {
         unanswered--;
-        sent();
-        going = false;
-        pump();
+        // Its bytes never all went (it failed), or nobody said they had: its stream ends here.
+        if (going) sent();
+        else pump();
       }),
     );
   };
