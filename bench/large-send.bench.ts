@@ -6,7 +6,9 @@
  * `--backend s3` (default): the relay under `wrangler dev` on the s3 backend, pointed at the strict
  * S3 server on loopback (test/fixtures/s3): every byte goes straight to the store. `--backend r2`:
  * the local R2 binding, every byte through the Worker. `--sizes 128,1024` (MiB), `--runs 3`,
- * `--concurrency 4` (AIRLOCK_UPLOAD_CONCURRENCY; several, comma-separated, to compare).
+ * `--concurrency auto` (AIRLOCK_UPLOAD_CONCURRENCY: `auto` leaves it unset, so the shim sends
+ * one part at a time unless the first runs slow; a number sets it; several, comma-separated,
+ * to compare).
  *
  * Tools run interleaved on fresh content each time, and the relay and store start afresh after
  * each upload so that no read-back or stored bytes weigh on the next one. Prints a markdown table
@@ -33,13 +35,14 @@ const FIRST_BYTE_TARGET_MS = 50;
 const CURL_PARTS_IN_FLIGHT = 4;
 
 const USAGE =
-  "usage: npm run bench:large -- [--backend s3|r2] [--sizes 128,1024] [--runs 3] [--concurrency 4] [--steps] [--shim <airlock.mjs>]";
+  "usage: npm run bench:large -- [--backend s3|r2] [--sizes 128,1024] [--runs 3] [--concurrency auto,4] [--steps] [--shim <airlock.mjs>]";
 
 interface Options {
   backend: Backend;
   sizesMiB: number[];
   runs: number;
-  levels: number[];
+  /** AIRLOCK_UPLOAD_CONCURRENCY values to run; undefined: left unset (the shim's default). */
+  levels: (number | undefined)[];
   /** Also the shim's steps done by hand, each timed (`--steps`). */
   steps: boolean;
   /** The shim to run (`--shim <airlock.mjs>`): the built one unless another build is compared. */
@@ -52,7 +55,7 @@ function options(): Options {
       backend: { type: "string", default: "s3" },
       sizes: { type: "string", default: "128,1024" },
       runs: { type: "string", default: "3" },
-      concurrency: { type: "string", default: "4" },
+      concurrency: { type: "string", default: "auto" },
       steps: { type: "boolean", default: false },
       shim: { type: "string", default: SHIM },
     },
@@ -64,11 +67,11 @@ function options(): Options {
     backend,
     sizesMiB: list(values.sizes),
     runs: Number(values.runs),
-    levels: list(values.concurrency),
+    levels: values.concurrency.split(",").map((l) => (l === "auto" ? undefined : Number(l))),
     steps: values.steps,
     shim: values.shim,
   } satisfies Options;
-  const numbers = [...parsed.sizesMiB, parsed.runs, ...parsed.levels];
+  const numbers = [...parsed.sizesMiB, parsed.runs, ...parsed.levels.map((l) => l ?? 1)];
   if (!numbers.every((n) => Number.isInteger(n) && n > 0)) throw new Error(USAGE);
   return parsed;
 }
@@ -111,7 +114,7 @@ async function main(): Promise<void> {
           rssMiB: [],
         },
         ...opts.levels.map((level) => ({
-          tool: `airlock send (AIRLOCK_UPLOAD_CONCURRENCY=${level})`,
+          tool: `airlock send (AIRLOCK_UPLOAD_CONCURRENCY=${level ?? "unset"})`,
           wallMs: [] as number[],
           rssMiB: [] as number[],
           firstByteMs: [] as number[],
@@ -229,13 +232,15 @@ async function sendFresh(
     shim: string;
     file: BenchFile;
     tmpDir: string;
-    level: number;
+    level: number | undefined;
     tap: StoreTap | undefined;
   },
 ): Promise<Measure> {
-  const env = shimEnv(job.session, job.tmpDir, {
-    AIRLOCK_UPLOAD_CONCURRENCY: String(job.level),
-  });
+  const env = shimEnv(
+    job.session,
+    job.tmpDir,
+    job.level === undefined ? {} : { AIRLOCK_UPLOAD_CONCURRENCY: String(job.level) },
+  );
   job.tap?.reset();
   const spawned = performance.now();
   const run = await meter.run(process.execPath, [job.shim, "send", job.file.path, "--json"], {

@@ -122,11 +122,13 @@ try {
   const direct: Session = { url: relay.url, token: minted.token };
   const proxied: Session = { url: relayProxy.url, token: minted.token };
   const shim = await installedShim(work);
-  // Downloads start all four streams at once: by default the shim opens them only once its first
-  // range is slower than 16 MiB/s, which loopback never is and the modelled long links always are.
+  // Downloads start all four streams at once, and large sends four parts in flight: by default
+  // the shim opens them only once its first range (or part) is slower than 16 MiB/s, which
+  // loopback never is and the modelled long links always are.
   const env = shimEnv(proxied, work, {
     XDG_CACHE_HOME: join(work, "cache"),
     AIRLOCK_DOWNLOAD_STREAMS: "4",
+    AIRLOCK_UPLOAD_CONCURRENCY: "4",
   });
   const shimRun = (...args: string[]) => meter.run(process.execPath, [shim, ...args], { env });
   const type = "application/octet-stream";

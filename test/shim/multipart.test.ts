@@ -25,8 +25,8 @@ const files = multipartFiles(true);
 describe("airlock send of a file above the multipart threshold", () => {
   const m = fakeMultipart(files);
 
-  it("sends a 40 MiB random file in 8 MiB parts, several at once, byte-exact", async () => {
-    const result = m.sent(await m.send(files.randomPath));
+  it("sends a 40 MiB random file in 8 MiB parts, AIRLOCK_UPLOAD_CONCURRENCY=4 at once, byte-exact", async () => {
+    const result = m.sent(await m.send(files.randomPath, { AIRLOCK_UPLOAD_CONCURRENCY: "4" }));
     expect(result.sha256).toBe(files.randomSha);
     expect(m.stored(result)).toBe(files.randomSha);
     expect(result.uploadedBytes).toBe(RANDOM_SIZE);
@@ -77,7 +77,8 @@ describe("airlock send of a file above the multipart threshold", () => {
     m.relay.failPart(2, 1000);
     m.relay.stallPart(3); // in flight when part 2 gives up: dropped, not waited for
     // A stalled part is never answered: had the shim waited for it, it would still be waiting.
-    const first = await m.send(files.randomPath);
+    // Parts in flight from the start, so that part 3 is under way when part 2 gives up.
+    const first = await m.send(files.randomPath, { AIRLOCK_UPLOAD_CONCURRENCY: "4" });
     expect(first.code).toBe(1);
     expect(failureLine(first)).toMatch(
       /^airlock: storage error during upload of random\.bin \(part 2 of 6\): ServiceUnavailable.*\(after 3 attempts\)$/,

@@ -9,7 +9,10 @@ export const RETRY_CAP_MS = 8_000;
 /** Where `airlock pull` writes unless `--dir` says otherwise. */
 /** gzip level: 1 keeps compression well ahead of typical upload speeds. */
 export const GZIP_LEVEL = 1;
-/** Parts of a multipart upload in flight at once, unless `AIRLOCK_UPLOAD_CONCURRENCY` says otherwise. */
+/**
+ * Parts of a multipart upload in flight at most, unless `AIRLOCK_UPLOAD_CONCURRENCY` says
+ * otherwise; unset, they open only once the first part shows a slow link (`uploadAdaptive`).
+ */
 export const DEFAULT_UPLOAD_CONCURRENCY = 4;
 
 type Env = Record<string, string | undefined>;
@@ -67,6 +70,15 @@ export function gzipLevel(env: Env = process.env): number {
 /** Reads `AIRLOCK_UPLOAD_CONCURRENCY` (parts in flight at once) over the default. */
 export function uploadConcurrency(env: Env = process.env): number {
   return integerVar(env, "AIRLOCK_UPLOAD_CONCURRENCY", DEFAULT_UPLOAD_CONCURRENCY, 1, 16);
+}
+
+/**
+ * Whether an upload sends one part's bytes at a time and streams more parts at once only when
+ * the first runs slow (the downloads' rule, `splitPays`): yes unless `AIRLOCK_UPLOAD_CONCURRENCY`
+ * is set, when that many go at once from the start.
+ */
+export function uploadAdaptive(env: Env = process.env): boolean {
+  return !env.AIRLOCK_UPLOAD_CONCURRENCY?.trim();
 }
 
 /** Reads an integer setting from `min` to `max`; anything else is a usage error. */

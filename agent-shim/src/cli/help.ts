@@ -190,7 +190,9 @@ const ENVIRONMENT = `Environment
   AIRLOCK_RETRY_BASE_MS  first retry delay in milliseconds, doubled each time (default 250)
   AIRLOCK_GZIP_LEVEL     gzip level 1-9 used when compressing pays (default 1)
   AIRLOCK_UPLOAD_CONCURRENCY
-                         parts of a large upload in flight at once, 1-16 (default 4)
+                         parts of a large upload in flight at once, 1-16
+                         (default 4; unset, the Node shim opens them
+                         once the first part shows they pay)
   AIRLOCK_MULTIPART_THRESHOLD
                          stored bytes above which a send goes in parts (default 64 MiB,
                          at least 8 MiB)

@@ -6,6 +6,7 @@ import {
   gzipLevel,
   relayConfig,
   retryPolicy,
+  uploadAdaptive,
   uploadConcurrency,
   type RetryPolicy,
 } from "../cli/config.js";
@@ -115,6 +116,7 @@ export function sendOptions(relay: RelayClient, policy: RetryPolicy): SendOption
     relay,
     policy,
     concurrency: uploadConcurrency(),
+    adaptive: uploadAdaptive(),
     states: UploadStates.at(),
     level: gzipLevel(),
     sent: new SentCacheOnDemand(),

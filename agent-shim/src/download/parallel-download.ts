@@ -10,7 +10,8 @@ import { drain, SinkWriteError } from "./body-sink.js";
 import { OrderedHash } from "./ordered-hash.js";
 import { NextRange, rangeRequest } from "./range-request.js";
 import { forgetRanges, planPieces, recordPiece, type Piece } from "./parallel-pieces.js";
-import { PROBE, defaultChunk, splitPays, type ParallelSettings } from "./parallel-settings.js";
+import { defaultChunk, type ParallelSettings } from "./parallel-settings.js";
+import { splitProbe } from "./split-probe.js";
 
 /** A download the relay said it serves in ranges, of a size and SHA-256 known up front. */
 export interface RangedJob {
@@ -150,24 +151,9 @@ type Probe = (piece: Piece, bytes: number) => void;
  * once: a first range that ends before the watch does was fast, and the rest stays one range.
  */
 function watchFirst(first: Piece, size: number, split: () => void, keep: () => void): Probe {
-  let decided = false;
-  let since: number | undefined;
-  let bytes = 0;
-  let arrived = 0;
+  const heard = splitProbe(size, split, keep);
   return (piece, length) => {
-    if (decided || piece !== first) return;
-    arrived += length;
-    const now = performance.now();
-    if (since === undefined) {
-      since = now;
-      return;
-    }
-    bytes += length;
-    const ms = now - since;
-    if (bytes < PROBE.bytes && ms < PROBE.ms) return;
-    decided = true;
-    if (splitPays(bytes, ms, size - arrived)) split();
-    else keep();
+    if (piece === first) heard(length);
   };
 }
 

@@ -23,9 +23,9 @@ export interface FirstByteFile {
  * Sends a large file as it is read, without a pass over it first (docs/api.md, "Sending from
  * the first byte"): the upload is declared without its whole hash but with part 1's digest,
  * so that its answer signs part 1 (one round trip before the first byte); later parts are
- * hashed in order ahead of their PUTs and signed in batches (`PartSigner`). Each PUT is checked
- * against its digest on the way out (a file changing under us is named as that), while another
- * thread hashes the whole file for `complete`. A dedup hit is found there. The upload is saved, so a later `send` of the file
+ * hashed in order ahead of their PUTs and signed in batches (`PartSigner`). The store checks each
+ * PUT against its digest (a part it refuses because the file changed under us is named as that),
+ * while another thread hashes the whole file for `complete`. A dedup hit is found there. The upload is saved, so a later `send` of the file
  * resumes it. Undefined when this way is not open: the relay predates it, or a saved upload
  * of the file declared with its hashes is waiting to be resumed the hashed way.
  */
@@ -144,7 +144,7 @@ async function sendParts(
   upload: MultipartAnswer,
   { source, partSha256, wholeHash, saved }: Reading,
 ): Promise<Sent & { sha256: string }> {
-  const { relay, policy, concurrency } = ctx;
+  const { relay, policy, concurrency, adaptive } = ctx;
   const { path, name, size } = file;
   const { partSize } = source;
   if (upload.partSize !== partSize || upload.partCount !== partSha256.length) {
@@ -158,6 +158,7 @@ async function sendParts(
     label: name,
     policy,
     concurrency,
+    adaptive,
   };
   const { uploadId } = upload;
   const putMissing = async (missing: number[], known: PartUpload[]) => {
@@ -165,8 +166,8 @@ async function sendParts(
       relay.signParts(uploadId, name, parts);
     const signer = new PartSigner(source, missing, sign, concurrency, partSha256, known);
     try {
-      return await eachPart(missing, job, async (index, progress, signal) => {
-        await putPart(await signer.urlFor(index), job, progress, signal);
+      return await eachPart(missing, job, async (index, progress, signal, sent) => {
+        await putPart(await signer.urlFor(index), job, progress, signal, sent);
         void wholeHash();
       });
     } finally {

@@ -22,8 +22,10 @@ import { multipartThreshold } from "./multipart-threshold.js";
 export interface SendContext {
   relay: RelayClient;
   policy: RetryPolicy;
-  /** Parts in flight at once. */
+  /** Parts in flight at once (at most, when `adaptive`). */
   concurrency: number;
+  /** One part's bytes at a time until the first shows more pay (`eachPart`); absent: all at once. */
+  adaptive?: boolean;
   states: UploadStates;
 }
 
@@ -106,6 +108,7 @@ async function sendInParts(ctx: SendContext, job: StoredSend): Promise<Sent> {
     label: name,
     policy: ctx.policy,
     concurrency: ctx.concurrency,
+    adaptive: ctx.adaptive,
   };
 
   let upload = key && (await resumable(ctx, job, key, partSize));
