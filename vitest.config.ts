@@ -62,7 +62,10 @@ export default defineConfig({
           maxWorkers: 4,
           sequence: { groupOrder: 1 },
           globalSetup: ["./test/support/shared-relay.setup.ts"],
-          setupFiles: ["./test/support/client-keep-alive.setup.ts"],
+          setupFiles: [
+            "./test/support/client-keep-alive.setup.ts",
+            "./test/support/dev-server-retry.setup.ts",
+          ],
         },
       }),
     ],
