@@ -15,26 +15,6 @@ class WholeAnswer(CliError):
     """A range answered with the whole file (a relay that does not serve this one in ranges)."""
 
 
-def head_hint(url, headers):
-    """What a HEAD says before the bytes: {sha256, name, size, ranges}. Best effort: anything
-    but a 200 or 206 says nothing (the GET then reports the failure properly)."""
-    try:
-        conn, res = open_request("HEAD", url, headers)
-    except NetworkError:
-        return {}
-    try:
-        if res.status not in (200, 206):
-            return {}
-        hint = {"sha256": etag_sha256(res), "name": disposition_name(res.getheader("content-disposition"))}
-        if res.status == 200:
-            length = res.getheader("content-length") or ""
-            hint["size"] = int(length) if re.fullmatch("[0-9]+", length) else None
-            hint["ranges"] = res.getheader("accept-ranges") == "bytes"
-        return hint
-    finally:
-        conn.close()
-
-
 def maybe_ranged(url, headers, target, name, known, output, policy, size):
     """Downloads to a file ("path" or "dir" output) in ranges when it is large enough and the
     relay serves it so; (path, name, size), or None for one stream."""
@@ -303,13 +283,3 @@ class RangedDownload(object):
                     self.hash.update(data)
                     self.at = start + len(data)
         return self.hash.hexdigest()
-
-
-def write_at(fd, data, at):
-    view = memoryview(data)
-    while len(view):
-        written = os.pwrite(fd, view, at)
-        view = view[written:]
-        at += written
-
-

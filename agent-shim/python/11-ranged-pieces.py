@@ -3,7 +3,7 @@
 # download/parallel-settings.ts, parallel-pieces.ts and upload/part-file.ts): the same variables,
 # the same part file `.<name>.<sha256 first 16 hex>.airlock-part` guarded by a `.lock` holding
 # the pid, and the same `<part>.ranges` record, so that a run of either shim killed mid-way is
-# resumed by the next run of either.
+# resumed by the next run of either. Also the HEAD asked first and the positioned write.
 
 DEFAULT_DOWNLOAD_STREAMS = 4
 DEFAULT_PARALLEL_THRESHOLD = 16 * MiB
@@ -190,3 +190,29 @@ def held_ranges(part, size):
     return ranges
 
 
+def head_hint(url, headers):
+    """What a HEAD says before the bytes: {sha256, name, size, ranges}. Best effort: anything
+    but a 200 or 206 says nothing (the GET then reports the failure properly)."""
+    try:
+        conn, res = open_request("HEAD", url, headers)
+    except NetworkError:
+        return {}
+    try:
+        if res.status not in (200, 206):
+            return {}
+        hint = {"sha256": etag_sha256(res), "name": disposition_name(res.getheader("content-disposition"))}
+        if res.status == 200:
+            length = res.getheader("content-length") or ""
+            hint["size"] = int(length) if re.fullmatch("[0-9]+", length) else None
+            hint["ranges"] = res.getheader("accept-ranges") == "bytes"
+        return hint
+    finally:
+        conn.close()
+
+
+def write_at(fd, data, at):
+    view = memoryview(data)
+    while len(view):
+        written = os.pwrite(fd, view, at)
+        view = view[written:]
+        at += written
