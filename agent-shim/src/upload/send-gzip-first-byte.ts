@@ -1,8 +1,7 @@
 import { createHash } from "node:crypto";
 import { createReadStream } from "node:fs";
-import { open, stat, type FileHandle } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { CliError, RefusalError, fsError } from "../cli/errors.js";
+import { stat } from "node:fs/promises";
+import { CliError, RefusalError } from "../cli/errors.js";
 import { readText, request, statusError } from "../transport/http.js";
 import type { FileRecord, MultipartAnswer, PartUpload } from "../transport/relay-client.js";
 import { withRetry } from "../transport/retry.js";
@@ -13,9 +12,10 @@ import { WORKERS_AFTER_MEMBERS } from "./gzip-workers.js";
 import { changedWhileSending } from "./prepare.js";
 import { resumed, type FirstByteFile } from "./send-from-first-byte.js";
 import type { SendContext, Sent } from "./send-stored.js";
-import { onInterrupt, releaseTemp, tempPath } from "./temp-files.js";
+import { onInterrupt, releaseTemp } from "./temp-files.js";
 import { isRetryableStorageAnswer, uploadTarget } from "./upload.js";
 import { UploadStates, type SavedUpload, type UploadKey } from "./upload-state.js";
+import { partFile, type PartFile } from "./gzip-part-file.js";
 
 /** A saved gzip upload: with the digest of each part this run or an earlier one stored. */
 type SavedGzip = SavedUpload & { partDigests?: Record<string, string> };
@@ -277,34 +277,4 @@ async function sendMembers(
     onInterrupt(undefined);
     stop.abort();
   }
-}
-
-/** A part of the stored bytes as it fills: a temp file of its own and the hash of what it holds. */
-interface PartFile {
-  path: string;
-  handle: FileHandle;
-  hash: ReturnType<typeof createHash>;
-  length: number;
-  write(bytes: Buffer): Promise<void>;
-}
-
-async function partFile(): Promise<PartFile> {
-  const path = tempPath(tmpdir(), "airlock-part-", ".gz");
-  const handle = await open(path, "wx", 0o600).catch((err: unknown) => {
-    throw fsError("write temp file", path, err);
-  });
-  const part: PartFile = {
-    path,
-    handle,
-    hash: createHash("sha256"),
-    length: 0,
-    async write(bytes: Buffer) {
-      await handle.write(bytes).catch((err: unknown) => {
-        throw fsError("write temp file", path, err);
-      });
-      part.hash.update(bytes);
-      part.length += bytes.length;
-    },
-  };
-  return part;
 }
