@@ -2,18 +2,20 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 
 /**
- * A proxy in front of the relay that lets the first `allowParts` part PUTs through and holds
- * every later one unanswered, so a send is caught mid-upload at a known point.
+ * A proxy in front of the relay that lets parts 1 to `allowParts` through and holds every PUT
+ * of a later part unanswered, so a send is caught mid-upload at a known point. It goes by part
+ * number, not by request: a part the shim sends again (after wrangler dev's own 503 to a PUT,
+ * cloudflare/workers-sdk#14641) still goes through, or the send would wait on it for good.
  */
 export async function startHoldingProxy(upstream: string, allowParts: number) {
   const target = new URL(upstream);
-  let partsSeen = 0;
   let partsStored = 0;
   const held: http.ServerResponse[] = [];
   let holding = true;
   const server = http.createServer((req, res) => {
-    const isPart = req.method === "PUT" && /\/parts\/\d+/.test(req.url ?? "");
-    if (isPart && holding && partsSeen++ >= allowParts) {
+    const partNumber = req.method === "PUT" ? /\/parts\/(\d+)/.exec(req.url ?? "")?.[1] : undefined;
+    const isPart = partNumber !== undefined;
+    if (isPart && holding && Number(partNumber) > allowParts) {
       held.push(res);
       return;
     }
