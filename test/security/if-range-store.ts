@@ -1,12 +1,13 @@
-import http from "node:http";
-import type { AddressInfo } from "node:net";
 import { S3Http } from "../../src/storage/s3-http";
 import type { StrictS3 } from "../fixtures/s3/strict-s3";
+import {
+  forward,
+  passBack,
+  startLoopbackServer,
+  type LoopbackServer,
+} from "../support/loopback-proxy";
 
-export interface IfRangeStore {
-  url: string;
-  stop(): Promise<void>;
-}
+export type IfRangeStore = LoopbackServer;
 
 /**
  * Forwards everything to the strict S3 server (which checks every signature). A GET carrying an
@@ -16,12 +17,14 @@ export interface IfRangeStore {
 export async function startIfRangeStore(s3: StrictS3): Promise<IfRangeStore> {
   const target = new URL(s3.endpoint);
   const direct = new S3Http(s3);
-  const server = http.createServer((req, res) => {
+  return startLoopbackServer((req, res) => {
     const ifRange = req.headers["if-range"];
     const headers = { ...req.headers };
     delete headers["if-range"];
-    const upstream = http.request(
-      { hostname: target.hostname, port: target.port, method: req.method, path: req.url, headers },
+    forward(
+      req,
+      res,
+      target,
       (answer) => {
         const etag = answer.headers.etag;
         if (typeof ifRange === "string" && answer.statusCode === 206 && ifRange !== etag) {
@@ -37,21 +40,9 @@ export async function startIfRangeStore(s3: StrictS3): Promise<IfRangeStore> {
             .catch(() => res.destroy());
           return;
         }
-        res.writeHead(answer.statusCode ?? 502, answer.headers);
-        answer.pipe(res);
+        passBack(answer, res);
       },
+      headers,
     );
-    upstream.on("error", () => res.destroy());
-    req.pipe(upstream);
   });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}`,
-    stop: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
 }

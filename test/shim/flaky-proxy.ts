@@ -1,5 +1,4 @@
-import http from "node:http";
-import type { AddressInfo } from "node:net";
+import { forward, passBack, startLoopbackServer } from "../support/loopback-proxy";
 
 /**
  * How the proxy treats one request: pass it on, answer it itself, drop the connection, or
@@ -27,7 +26,7 @@ export async function startFlakyProxy(upstream: string, rule: FaultRule): Promis
   const target = new URL(upstream);
   const log: FlakyProxy["log"] = [];
   const counts = new Map<string, number>();
-  const server = http.createServer((req, res) => {
+  const server = await startLoopbackServer((req, res) => {
     const path = (req.url ?? "/").split("?")[0]!;
     const route = `${req.method} ${path}`;
     const seenBefore = counts.get(route) ?? 0;
@@ -48,36 +47,11 @@ export async function startFlakyProxy(upstream: string, rule: FaultRule): Promis
         .end(fault.body ?? "");
       return;
     }
-    // The Host header passes through unchanged, so the relay signs URLs that point back here.
-    const forward = http.request(
-      {
-        host: target.hostname,
-        port: target.port,
-        method: req.method,
-        path: req.url,
-        headers: req.headers,
-      },
-      (upstreamRes) => {
-        if (fault === "lose-answer") {
-          upstreamRes.resume();
-          upstreamRes.on("end", () => req.socket.destroy());
-          return;
-        }
-        res.writeHead(upstreamRes.statusCode ?? 502, upstreamRes.headers);
-        upstreamRes.pipe(res);
-      },
-    );
-    forward.on("error", () => res.destroy());
-    req.pipe(forward);
+    forward(req, res, target, (answer) => {
+      if (fault !== "lose-answer") return passBack(answer, res);
+      answer.resume();
+      answer.on("end", () => req.socket.destroy());
+    });
   });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}`,
-    log,
-    async stop() {
-      server.closeAllConnections();
-      await new Promise((resolve) => server.close(resolve));
-    },
-  };
+  return { url: server.url, log, stop: server.stop };
 }

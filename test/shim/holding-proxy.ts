@@ -1,5 +1,5 @@
-import http from "node:http";
-import type { AddressInfo } from "node:net";
+import type http from "node:http";
+import { forward, passBack, startLoopbackServer } from "../support/loopback-proxy";
 
 /**
  * A proxy in front of the relay that lets parts 1 to `allowParts` through and holds every PUT
@@ -12,43 +12,25 @@ export async function startHoldingProxy(upstream: string, allowParts: number) {
   let partsStored = 0;
   const held: http.ServerResponse[] = [];
   let holding = true;
-  const server = http.createServer((req, res) => {
+  const server = await startLoopbackServer((req, res) => {
     const partNumber = req.method === "PUT" ? /\/parts\/(\d+)/.exec(req.url ?? "")?.[1] : undefined;
     const isPart = partNumber !== undefined;
     if (isPart && holding && Number(partNumber) > allowParts) {
       held.push(res);
       return;
     }
-    const forward = http.request(
-      {
-        host: target.hostname,
-        port: target.port,
-        method: req.method,
-        path: req.url,
-        headers: req.headers,
-      },
-      (answer) => {
-        if (isPart && (answer.statusCode ?? 0) < 300) answer.once("end", () => partsStored++);
-        res.writeHead(answer.statusCode ?? 502, answer.headers);
-        answer.pipe(res);
-      },
-    );
-    forward.on("error", () => res.destroy());
-    req.pipe(forward);
+    forward(req, res, target, (answer) => {
+      if (isPart && (answer.statusCode ?? 0) < 300) answer.once("end", () => partsStored++);
+      passBack(answer, res);
+    });
   });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as AddressInfo;
   return {
-    url: `http://127.0.0.1:${port}`,
+    url: server.url,
     ready: () => partsStored >= allowParts && held.length > 0,
     release() {
       holding = false;
       for (const res of held.splice(0)) res.socket?.destroy();
     },
-    stop: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
+    stop: server.stop,
   };
 }
