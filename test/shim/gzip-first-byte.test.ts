@@ -1,4 +1,3 @@
-import { spawn } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
 import { mkdtemp, writeFile } from "node:fs/promises";
 import { join } from "node:path";
@@ -6,8 +5,8 @@ import { describe, expect, it } from "vitest";
 import type { SendResult } from "../../agent-shim/src/upload/send-result";
 import { relaySuite } from "../support/relay-suite";
 import { loggedEvents } from "../support/relay-log";
-import { collectRun, failureLine, relayEnv } from "./run-shim";
-import { processEnv, runDriver, shimDrivers, type ShimDriver } from "./shims";
+import { failureLine, relayEnv } from "./run-shim";
+import { runDriver, shimDrivers, type ShimDriver } from "./shims";
 import { startHoldingProxy } from "./holding-proxy";
 
 // gzip sent from its first byte (docs/api.md, "gzip with the hash at complete"): the shim
@@ -68,24 +67,17 @@ describe.each(["node"] as const)("%s shim: gzip from the first byte", (shim) => 
       await writeFile(join(cwd, "big.txt"), bytes);
       const proxy = await startHoldingProxy(suite.relay.url, 1);
       try {
-        const [program, ...lead] = driver.argv;
-        const child = spawn(program!, [...lead, "send", "--json", "big.txt"], {
+        const interrupted = await proxy.interrupt(
+          [...driver.argv, "send", "--json", "big.txt"],
           cwd,
-          env: processEnv({
+          {
             PATH: driver.path,
             HOME: cwd,
             TMPDIR: cwd,
             ...env,
             AIRLOCK_URL: proxy.url,
-          }),
-          stdio: ["ignore", "pipe", "pipe"],
-        });
-        const run = collectRun(child as Parameters<typeof collectRun>[0]);
-        while (!proxy.ready() && child.exitCode === null) {
-          await new Promise((resolve) => setTimeout(resolve, 50));
-        }
-        child.kill("SIGINT");
-        const interrupted = await run;
+          },
+        );
         expect(interrupted.code).toBe(130);
         expect(interrupted.stdout).toBe("");
         expect(failureLine(interrupted)).toBe(

@@ -1,5 +1,7 @@
+import { spawn } from "node:child_process";
 import type http from "node:http";
 import { forward, passBack, startLoopbackServer } from "../support/loopback-proxy";
+import { collectRun, type ShimResult } from "./run-shim";
 
 /**
  * A proxy in front of the relay that lets parts 1 to `allowParts` through and holds every PUT
@@ -24,9 +26,29 @@ export async function startHoldingProxy(upstream: string, allowParts: number) {
       passBack(answer, res);
     });
   });
+  const ready = () => partsStored >= allowParts && held.length > 0;
   return {
     url: server.url,
-    ready: () => partsStored >= allowParts && held.length > 0,
+    ready,
+    /**
+     * Runs `argv` (a send through this proxy) with exactly `env`, sends it SIGINT once the
+     * proxy holds a part after the allowed ones were stored (or the run ends first), and
+     * returns how it ended.
+     */
+    async interrupt(argv: string[], cwd: string, env: Record<string, string>): Promise<ShimResult> {
+      const [program, ...args] = argv;
+      const child = spawn(program!, args, {
+        cwd,
+        env: env as NodeJS.ProcessEnv,
+        stdio: ["ignore", "pipe", "pipe"],
+      });
+      const run = collectRun(child as Parameters<typeof collectRun>[0]);
+      while (!ready() && child.exitCode === null) {
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      child.kill("SIGINT");
+      return run;
+    },
     release() {
       holding = false;
       for (const res of held.splice(0)) res.socket?.destroy();

@@ -1,4 +1,3 @@
-import { spawn } from "node:child_process";
 import { createCipheriv, createHash, randomBytes } from "node:crypto";
 import { mkdtemp, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
@@ -6,7 +5,7 @@ import { describe, expect, it } from "vitest";
 import type { SendResult } from "../../agent-shim/src/upload/send-result";
 import { MIN_PART_BYTES } from "../../src/part-plan";
 import { relaySuite } from "../support/relay-suite";
-import { SHIM, collectRun, failureLine, relayEnv, runShim } from "./run-shim";
+import { SHIM, failureLine, relayEnv, runShim } from "./run-shim";
 import { sentLine } from "./sent-line";
 import { startHoldingProxy } from "./holding-proxy";
 
@@ -157,21 +156,11 @@ describe("Ctrl-C during a large send", () => {
           AIRLOCK_MULTIPART_THRESHOLD: String(3 * MIN_PART_BYTES),
           XDG_CACHE_HOME: join(cwd, ".cache"),
         };
-        const child = spawn(process.execPath, [SHIM, "send", "big.bin", "--json"], {
+        const interrupted = await proxy.interrupt(
+          [process.execPath, SHIM, "send", "big.bin", "--json"],
           cwd,
-          env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: cwd, ...env } as Record<
-            string,
-            string | undefined
-          > as NodeJS.ProcessEnv,
-          stdio: ["ignore", "pipe", "pipe"],
-        });
-        const run = collectRun(child);
-        while (!proxy.ready()) {
-          if (child.exitCode !== null) break;
-          await new Promise((resolve) => setTimeout(resolve, 50));
-        }
-        child.kill("SIGINT");
-        const interrupted = await run;
+          { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: cwd, ...env },
+        );
         expect(interrupted.code).toBe(130);
         expect(interrupted.stdout).toBe("");
         expect(failureLine(interrupted)).toBe(
