@@ -2,11 +2,11 @@ import { describe, expect, it } from "vitest";
 import { findUpload } from "../../src/db/uploads";
 import { maxStoredSize, partCount, partSizeFor } from "../../src/part-plan";
 import { backends } from "../support/backends";
-import { expectPartsGone } from "../support/deferred-parts";
+import { expectPartsGone, putSignedParts } from "../support/deferred-parts";
 import { sha256Hex } from "../support/bytes";
 import { countingText, gzipMembers } from "../support/gzip-members";
 import { errorOf, RelayClient } from "../support/relay-client";
-import { declare, partBytes, putBytes, type MultipartAnswer } from "../support/send";
+import { declare, partBytes, type MultipartAnswer } from "../support/send";
 
 const MiB = 1024 * 1024;
 
@@ -46,13 +46,7 @@ for (const backend of backends()) {
         message:
           "the parts of a gzip upload declared without its stored size carry their size ({ partNumber, sha256, size })",
       });
-      const signed = await client.call("POST", path, { token, json: { parts } });
-      expect(signed.status).toBe(200);
-      const { parts: puts } = (await signed.json()) as Pick<MultipartAnswer, "parts">;
-      for (const { partNumber, put } of puts) {
-        const put200 = await putBytes(client, put, partBytes(stored, answer.partSize, partNumber));
-        expect(put200.status, await put200.clone().text()).toBe(200);
-      }
+      await putSignedParts(client, token, answer.uploadId, parts, stored, answer.partSize);
       return answer;
     }
 

@@ -1,10 +1,10 @@
 import { describe, expect, it } from "vitest";
 import { findUpload } from "../../src/db/uploads";
 import { backends } from "../support/backends";
-import { expectPartsGone } from "../support/deferred-parts";
+import { expectPartsGone, putSignedParts } from "../support/deferred-parts";
 import { randomBytes, sha256Hex } from "../support/bytes";
 import { errorOf, RelayClient } from "../support/relay-client";
-import { declare, partBytes, putBytes, type MultipartAnswer } from "../support/send";
+import { declare, partBytes, type MultipartAnswer } from "../support/send";
 
 const MiB = 1024 * 1024;
 
@@ -28,14 +28,7 @@ for (const backend of backends()) {
           sha256: await sha256Hex(partBytes(bytes, answer.partSize, partNumber)),
         })),
       );
-      const path = `/v1/uploads/${answer.uploadId}/parts`;
-      const signed = await client.call("POST", path, { token, json: { parts } });
-      expect(signed.status).toBe(200);
-      const { parts: puts } = (await signed.json()) as Pick<MultipartAnswer, "parts">;
-      for (const { partNumber, put } of puts) {
-        const put200 = await putBytes(client, put, partBytes(bytes, answer.partSize, partNumber));
-        expect(put200.status, await put200.clone().text()).toBe(200);
-      }
+      await putSignedParts(client, token, answer.uploadId, parts, bytes, answer.partSize);
       return answer;
     }
 
