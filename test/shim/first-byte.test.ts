@@ -1,12 +1,12 @@
 import { createHash, randomBytes } from "node:crypto";
-import { copyFile, mkdtemp, writeFile } from "node:fs/promises";
+import { copyFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import type { SendResult } from "../../agent-shim/src/upload/send-result";
 import { relaySuite } from "../support/relay-suite";
 import { loggedEvents } from "../support/relay-log";
-import { relayEnv } from "./run-shim";
-import { runDriver, shimDrivers } from "./shims";
+import { runDriver } from "./shims";
+import { firstByteSetUp } from "./first-byte-setup";
 
 // `airlock send` of a large file from its first byte (docs/api.md, "Sending from the first
 // byte"), by the Node and the Python shim: declared without its hashes, parts up as they are
@@ -20,13 +20,7 @@ const sha256 = (bytes: Buffer) => createHash("sha256").update(bytes).digest("hex
 
 describe.each(["node", "python"] as const)("%s shim: send from the first byte", (shim) => {
   it("declares without hashes, stores the bytes byte-exact, and finds a re-send a dedup hit at complete", async () => {
-    const driver = (await shimDrivers(suite.dir)).find((d) => d.name === shim)!;
-    const { sessionId, token } = await suite.relay.mintSession();
-    const cwd = await mkdtemp(join(suite.dir, "work-"));
-    const env = {
-      ...relayEnv(suite.relay.url, token),
-      AIRLOCK_MULTIPART_THRESHOLD: String(8 * MiB),
-    };
+    const { driver, sessionId, token, cwd, env } = await firstByteSetUp(suite, shim);
     const send = async (name: string, ...flags: string[]) => {
       const result = await runDriver(driver, ["send", ...flags, "--json", name], {
         env,

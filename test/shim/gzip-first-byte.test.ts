@@ -1,12 +1,13 @@
 import { createHash, randomBytes } from "node:crypto";
-import { mkdtemp, writeFile } from "node:fs/promises";
+import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import type { SendResult } from "../../agent-shim/src/upload/send-result";
 import { relaySuite } from "../support/relay-suite";
 import { loggedEvents } from "../support/relay-log";
-import { failureLine, relayEnv } from "./run-shim";
-import { runDriver, shimDrivers, type ShimDriver } from "./shims";
+import { failureLine } from "./run-shim";
+import { runDriver } from "./shims";
+import { firstByteSetUp } from "./first-byte-setup";
 import { startHoldingProxy } from "./holding-proxy";
 
 // gzip sent from its first byte (docs/api.md, "gzip with the hash at complete"): the shim
@@ -19,20 +20,9 @@ const sha256 = (bytes: Buffer) => createHash("sha256").update(bytes).digest("hex
 /** Base64 of random bytes: gzip pays (about 3/4), and its output spans several 8 MiB parts. */
 const text = (size: number) => Buffer.from(randomBytes(size).toString("base64").slice(0, size));
 
-async function setUp(shim: ShimDriver["name"]) {
-  const driver = (await shimDrivers(suite.dir)).find((d) => d.name === shim)!;
-  const { sessionId, token } = await suite.relay.mintSession();
-  const cwd = await mkdtemp(join(suite.dir, "work-"));
-  const env = {
-    ...relayEnv(suite.relay.url, token),
-    AIRLOCK_MULTIPART_THRESHOLD: String(8 * MiB),
-  };
-  return { driver, sessionId, token, cwd, env };
-}
-
 describe.each(["node"] as const)("%s shim: gzip from the first byte", (shim) => {
   it("declares gzip without hashes, sends the member stream in parts, and is verified byte-exact", async () => {
-    const { driver, sessionId, cwd, env } = await setUp(shim);
+    const { driver, sessionId, cwd, env } = await firstByteSetUp(suite, shim);
     const bytes = text(20 * MiB + 12345);
     await writeFile(join(cwd, "log.txt"), bytes);
     const result = await runDriver(driver, ["send", "--wait", "--json", "log.txt"], {
@@ -62,7 +52,7 @@ describe.each(["node"] as const)("%s shim: gzip from the first byte", (shim) => 
     "resumes a gzip send cut short by Ctrl-C: the parts the store holds are not sent again",
     { timeout: 200_000 },
     async () => {
-      const { driver, cwd, env } = await setUp(shim);
+      const { driver, cwd, env } = await firstByteSetUp(suite, shim);
       const bytes = text(24 * MiB);
       await writeFile(join(cwd, "big.txt"), bytes);
       const proxy = await startHoldingProxy(suite.relay.url, 1);
