@@ -92,6 +92,7 @@ app.notFound((c) =>
 
 app.onError((error, c) => {
   if (error instanceof AppError) {
+    if (error.status === 503) c.header("retry-after", "5");
     return c.json({ error: { code: error.code, message: error.message } }, error.status);
   }
   if (error instanceof HTTPException && error.status < 500) {

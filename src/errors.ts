@@ -53,6 +53,10 @@ export const ERRORS = {
   payload_too_large: { status: 413, message: "request body is larger than the relay accepts" },
   method_not_allowed: { status: 405, message: "method not allowed" },
   storage_unavailable: { status: 503, message: "object storage is unavailable" },
+  file_assembling: {
+    status: 503,
+    message: "the store is still joining this file's parts; try again in a few seconds",
+  },
   misconfigured: { status: 500, message: "relay is misconfigured" },
   internal: { status: 500, message: "internal error" },
 } as const satisfies Record<string, { status: ContentfulStatusCode; message: string }>;

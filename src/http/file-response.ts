@@ -6,6 +6,7 @@ import { withKnownLength } from "../content/known-length";
 import { contentDisposition } from "./content-disposition";
 import { parseRange } from "./range";
 import type { ByteBudget } from "../services/sharing/link-budget";
+import { untilJoined } from "../services/uploads/queued-join";
 
 export { STORE_URL_TTL_MS } from "../storage/blob-store";
 
@@ -82,6 +83,7 @@ export async function fileResponse(
     return new Response(null, { status, headers });
   }
 
+  await untilJoined(store, file);
   if (
     options.storeRedirect &&
     store.createDownloadUrl &&

@@ -235,11 +235,16 @@ const backends: Array<[string, () => Promise<Backend>]> = [
         servedSha256: async (result) => {
           // Its upload's own key until the verify queue moves it onto its content key; an
           // upload declared with hashAtComplete has one that names no content (docs/api.md).
-          const keys = await s3.listKeys("blobs/");
-          const key =
-            keys.find((k) => k.includes(result.sha256)) ??
-            keys.find((k) => k.startsWith("blobs/deferred/"));
-          if (!key) throw new Error("no object for the file");
+          // The queue joins the parts first: the object appears once it has.
+          let key: string | undefined;
+          for (let waited = 0; !key && waited < 30_000; waited += 200) {
+            if (waited > 0) await new Promise((resolve) => setTimeout(resolve, 200));
+            const keys = await s3.listKeys("blobs/");
+            key =
+              keys.find((k) => k.includes(result.sha256)) ??
+              keys.find((k) => k.startsWith("blobs/deferred/"));
+          }
+          if (!key) throw new Error("no object for the file after 30 s");
           const client = new S3Client({
             endpoint: s3.endpoint,
             region: s3.region,

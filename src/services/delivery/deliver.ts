@@ -23,6 +23,7 @@ import { deliveryInProgress, deliveryLeaseUntil, holdLease } from "./lease";
 import { toFileRecord } from "../file-record";
 import { contentGone, openOriginal, readHead } from "../original-bytes";
 import { destination } from "../validation";
+import { untilJoined } from "../uploads/queued-join";
 
 export const deliverBody = z
   .object({ to: destination, caption: z.string().max(1024).optional() })
@@ -71,6 +72,7 @@ export async function deliverFile(
   if (!platform)
     throw new AppError("platform_not_configured", `${to.platform} is not configured on this relay`);
 
+  await untilJoined(deps.store, file);
   const head = await readHead(deps.store, file, SNIFF_BYTES);
   // Never post an empty or cut file, nor a link to one.
   if (head.byteLength < Math.min(SNIFF_BYTES, file.size)) throw contentGone();

@@ -7,7 +7,8 @@ import { newId } from "../../ids";
 import type { UploadState } from "../../wire-types";
 import { singlePutAnswer } from "./declare-upload";
 import { toFileRecord, type FileRecord } from "../file-record";
-import { assembleParts, isMultipart, resumeMultipart } from "./multipart-upload";
+import { assembleParts, checkPartsStored, isMultipart, resumeMultipart } from "./multipart-upload";
+import { joinsOnQueue, verifiesInRequest } from "./queued-join";
 import { extendUpload } from "./extend-upload";
 import { rejectUpload } from "./reject-upload";
 import { isDeferred, settleDeferredHash } from "./deferred-upload";
@@ -15,21 +16,16 @@ import type { CompleteBody } from "./deferred-gzip";
 import { recordVerified, verifyUploadContent } from "./verify-upload";
 import type { FileOrigin } from "../file-origin";
 
-/**
- * Bytes up to which `complete` reads a pending upload back itself rather than leaving it to
- * the verify queue: a small gzip file is verified by the time its sender prints its link, at
- * the cost of a few milliseconds in that request. Both the stored and the declared original
- * size must fit: a few MiB of gzip can inflate to GiBs, and that costs the queue, not a request.
- */
-export const INLINE_VERIFY_MAX_BYTES = 4 * 1024 * 1024;
+export { INLINE_VERIFY_MAX_BYTES } from "./queued-join";
 
 /**
  * Registers an upload's file once the store holds its bytes, while its URL is still valid
  * (an expired upload no longer counts against the quota, so it cannot be completed). For
  * a single PUT the store already guaranteed they hash to `storedSha256` (every PUT is
  * checksum-signed, to a key of the upload's own), so an identity upload is verified
- * content at once. A multipart upload is first assembled from its parts (each verified on
- * its way in); stores do not verify the whole, so the relay reads it back. That check, and
+ * content at once. A multipart upload's parts were each verified on their way in; a small one
+ * is assembled here, a large one on the queue (`joinsOnQueue`: its parts are only checked to be
+ * all there). Stores do not verify the whole, so the relay reads it back. That check, and
  * a gzip upload's original size and SHA-256, run here for small files and otherwise on the
  * verify queue: until then the file is `pending` (its owner can use it, its hash is shown
  * nowhere, it is nobody's dedup target), and it is deleted if the check fails.
@@ -45,7 +41,7 @@ export async function completeUpload(
   body: CompleteBody = {},
 ): Promise<FileRecord> {
   const { sha256 } = body;
-  const { db, store } = deps;
+  const { db } = deps;
   let upload = await findUpload(db, uploadId);
   if (!upload || upload.sessionId !== session.id) throw new AppError("upload_not_found");
   if (upload.status === "completed") return existingFile(deps, upload, origin);
@@ -61,19 +57,8 @@ export async function completeUpload(
   } else if (sha256 !== undefined && sha256 !== upload.sha256) {
     throw new AppError("content_mismatch", "sha256 differs from the one this upload declared");
   }
-  if (isMultipart(upload)) await assembleParts(deps, upload);
-
-  const head = await store.head(upload.storedKey);
-  if (!head) {
-    throw new AppError(
-      "upload_not_uploaded",
-      "nothing was uploaded for this upload yet: PUT the bytes first",
-    );
-  }
-  if (head.size !== upload.storedSize) {
-    await rejectUpload(deps, upload);
-    throw new AppError("content_mismatch", "stored size differs from the declared storedSize");
-  }
+  if (joinsOnQueue(upload)) await checkPartsStored(deps, upload);
+  else await checkStoredObject(deps, upload);
 
   const now = deps.now();
   const verified = upload.encoding === "identity" && !isMultipart(upload);
@@ -99,9 +84,7 @@ export async function completeUpload(
  * or one the store failed to read back just now, stays pending for the verify queue.
  */
 async function verifyInRequest(deps: Deps, upload: Upload, file: FileRow): Promise<FileRow> {
-  if (upload.storedSize > INLINE_VERIFY_MAX_BYTES || upload.size > INLINE_VERIFY_MAX_BYTES) {
-    return file;
-  }
+  if (!verifiesInRequest(upload)) return file;
   let matched: boolean;
   try {
     matched = await verifyUploadContent(deps, upload, file);
@@ -115,6 +98,22 @@ async function verifyInRequest(deps: Deps, upload: Upload, file: FileRow): Promi
     );
   }
   return { ...file, verified: true };
+}
+
+/** The upload's object, assembled first from its parts, must be there at its stored size. */
+async function checkStoredObject(deps: Deps, upload: Upload): Promise<void> {
+  if (isMultipart(upload)) await assembleParts(deps, upload);
+  const head = await deps.store.head(upload.storedKey);
+  if (!head) {
+    throw new AppError(
+      "upload_not_uploaded",
+      "nothing was uploaded for this upload yet: PUT the bytes first",
+    );
+  }
+  if (head.size !== upload.storedSize) {
+    await rejectUpload(deps, upload);
+    throw new AppError("content_mismatch", "stored size differs from the declared storedSize");
+  }
 }
 
 /** The file a completed upload becomes: on the upload's own object, for `FILE_TTL_SECONDS`. */

@@ -149,20 +149,43 @@ export async function resumeMultipart(
  * object already there was assembled by an earlier attempt whose answer was lost.
  */
 export async function assembleParts(deps: Deps, upload: MultipartUpload): Promise<void> {
-  const { store } = deps;
-  if (await store.head(upload.storedKey)) return;
+  if (await deps.store.head(upload.storedKey)) return;
+  await whileStoreHolds(deps, upload, async () => {
+    const held = await allPartsHeld(deps, upload);
+    await deps.store.completeMultipartUpload(multipartTarget(upload), held);
+  });
+}
+
+/**
+ * Checks that every declared part is stored (each verified by the store on its way in),
+ * without assembling them; an upload already assembled passes.
+ */
+export async function checkPartsStored(deps: Deps, upload: MultipartUpload): Promise<void> {
+  await whileStoreHolds(deps, upload, () => allPartsHeld(deps, upload));
+}
+
+/** The stored parts, all of them; `upload_incomplete` names the first missing ones. */
+async function allPartsHeld(deps: Deps, upload: MultipartUpload): Promise<StoredPart[]> {
+  const held = await heldParts(deps, upload);
+  const missing = missingParts(upload, held);
+  if (missing.length > 0) {
+    const first = missing.slice(0, 5).join(", ");
+    throw new AppError(
+      "upload_incomplete",
+      `${missing.length} of ${plannedParts(upload)} parts are not stored yet (part ${first}${missing.length > 5 ? ", …" : ""})`,
+    );
+  }
+  return held;
+}
+
+/** Runs `step` on the store's multipart upload; one the store no longer has must be assembled. */
+async function whileStoreHolds(
+  deps: Deps,
+  upload: MultipartUpload,
+  step: () => Promise<unknown>,
+): Promise<void> {
   try {
-    const held = await heldParts(deps, upload);
-    const count = plannedParts(upload);
-    const missing = missingParts(upload, held);
-    if (missing.length > 0) {
-      const first = missing.slice(0, 5).join(", ");
-      throw new AppError(
-        "upload_incomplete",
-        `${missing.length} of ${count} parts are not stored yet (part ${first}${missing.length > 5 ? ", …" : ""})`,
-      );
-    }
-    await store.completeMultipartUpload(multipartTarget(upload), held);
+    await step();
   } catch (error) {
     if (!(error instanceof MultipartUploadGoneError)) throw error;
     // A concurrent completion may have assembled it a moment ago.

@@ -17,6 +17,8 @@ import { storedBytesMatch } from "../original-bytes";
 import { deleteObjectIfUnused, rejectUpload } from "./reject-upload";
 import type { VerifyJob } from "../../verify-job";
 import { settleRequestOfFile } from "../upload-links/upload-requests";
+import { multipartTarget } from "./multipart-upload";
+import { joinQueuedParts, joinsOnQueue } from "./queued-join";
 
 /** Seconds a moved upload's object is kept: past the life of any store URL that names it. */
 const DROP_OBJECT_DELAY_SECONDS = STORE_URL_TTL_MS / 1000 + 30;
@@ -24,7 +26,8 @@ const DROP_OBJECT_DELAY_SECONDS = STORE_URL_TTL_MS / 1000 + 30;
 export type VerifyOutcome = "verified" | "rejected" | "settled" | "nothing_to_do";
 
 /**
- * The verify queue's consumer: checks a pending file's bytes once, then settles a verified
+ * The verify queue's consumer: joins a pending file's parts when `complete` left that to it
+ * (`joinsOnQueue`), checks its bytes once, then settles a verified
  * one: a file sent through an upload link goes into the asking session's inbox (a rejected
  * one opens its link again), its upload's object gives way to an older copy of the same
  * content (the store keeps one), and an archive is listed for the share page. Settling runs
@@ -42,12 +45,20 @@ export async function runVerifyJob(deps: Deps, job: VerifyJob): Promise<VerifyOu
     job.uploadId ? findUpload(deps.db, job.uploadId) : null,
     findFileIncludingDeleted(deps.db, job.fileId),
   ]);
-  if (!found || found.deletedAt != null) return "nothing_to_do";
-  const ours = upload?.fileId === found.id && upload.status === "completed" ? upload : null;
+  const ours = upload?.fileId === job.fileId && upload.status === "completed" ? upload : null;
+  if (!found || found.deletedAt != null) {
+    // Deleted before its parts were joined: they go now rather than with the bucket's rule.
+    if (ours && joinsOnQueue(ours)) await deps.store.abortMultipartUpload(multipartTarget(ours));
+    return "nothing_to_do";
+  }
   let file = found;
   let outcome: VerifyOutcome = "settled";
   if (!file.verified) {
     if (!ours) return "nothing_to_do";
+    if (joinsOnQueue(ours) && !(await joinQueuedParts(deps, ours, file))) {
+      await settleRequestOfFile(deps, file.id);
+      return "rejected";
+    }
     if (!(await verifyUploadContent(deps, ours, file))) {
       // A deleted file never used its upload link up: the link takes a file again.
       await settleRequestOfFile(deps, file.id);
