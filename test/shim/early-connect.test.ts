@@ -1,5 +1,4 @@
-import { execFileSync } from "node:child_process";
-import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { mkdtemp, rm } from "node:fs/promises";
 import * as http from "node:http";
 import * as https from "node:https";
 import type { AddressInfo, Socket } from "node:net";
@@ -8,6 +7,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connectEarly, earlyAgent } from "../../agent-shim/src/transport/early-connect";
 import { readText, request } from "../../agent-shim/src/transport/http";
+import { selfSignedCertificate } from "../support/self-signed-certificate";
 
 /**
  * A connection opened early (`connectEarly`, as a large send does while it hashes part 1) is
@@ -75,18 +75,7 @@ describe("connections opened early", () => {
   });
 
   it("over https: TLS is set up before the request, on the connection it then uses", async () => {
-    const keyFile = join(dir, "relay.key");
-    const certFile = join(dir, "relay.crt");
-    execFileSync(
-      "openssl",
-      [
-        ...["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes"],
-        ...["-keyout", keyFile, "-out", certFile, "-days", "1", "-subj", "/CN=127.0.0.1"],
-        ...["-addext", "subjectAltName=IP:127.0.0.1"],
-      ],
-      { stdio: "ignore" },
-    );
-    const [key, cert] = await Promise.all([readFile(keyFile), readFile(certFile)]);
+    const { key, cert } = selfSignedCertificate(dir);
     const server = https.createServer({ key, cert }, echo);
     servers.push(server);
     const { sockets, port } = await counting(server, "secureConnection");
