@@ -25,7 +25,7 @@ import { LargeRelay, type Backend } from "./large-relay";
 import { sendBySteps, type Steps } from "./large-steps";
 import { median, Meter } from "./measure";
 import type { Session } from "./relay-api";
-import { SHIM, assertShimBuilt, shimEnv, type SendJson } from "./shim";
+import { SHIM, assertShimBuilt, installedShim, shimEnv, type SendJson } from "./shim";
 import type { StoreTap } from "./store-tap";
 
 /** `airlock send` on s3 must take at most this multiple of one `curl -T` of the same file. */
@@ -45,7 +45,7 @@ interface Options {
   levels: (number | undefined)[];
   /** Also the shim's steps done by hand, each timed (`--steps`). */
   steps: boolean;
-  /** The shim to run (`--shim <airlock.mjs>`): the built one unless another build is compared. */
+  /** The shim to run (`--shim <airlock.mjs>`): the built one, installed as `airlock`, unless another build is compared. */
   shim: string;
 }
 
@@ -102,6 +102,8 @@ async function main(): Promise<void> {
   const stepRows: string[] = [];
   let missed = false;
   try {
+    // As the README installs it (`airlock`, loaded as CommonJS), unless another is named.
+    const shim = opts.shim === SHIM ? await installedShim(work) : opts.shim;
     for (const sizeMiB of opts.sizesMiB) {
       log(`writing ${sizeMiB} MiB of random bytes`);
       const file = await createFile(work, "random", sizeMiB * MiB);
@@ -151,7 +153,7 @@ async function main(): Promise<void> {
           await measure(run, 2 + i, (session) =>
             sendFresh(meter, {
               session,
-              shim: opts.shim,
+              shim,
               file,
               tmpDir: work,
               level,

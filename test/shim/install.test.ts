@@ -1,6 +1,5 @@
-import { execFileSync, spawn, spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
-import { readFileSync } from "node:fs";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
@@ -8,6 +7,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { selfSignedCertificate } from "../support/self-signed-certificate";
 import { sharedRelay } from "../support/shared-relay";
 import { TOKEN, startFakeRelay, type FakeRelay } from "./fake-relay";
 import { RUNTIMES, SHIM, collectRun, failureLine, prepareShim, relayEnv } from "./run-shim";
@@ -50,22 +50,6 @@ afterAll(async () => {
   await new Promise((resolve) => shimServer?.close(resolve));
   if (scratch) await rm(scratch, { recursive: true, force: true });
 });
-
-/** A key and a certificate for 127.0.0.1, made with openssl (installed by the test set-up). */
-function selfSignedCertificate(dir: string): { key: string; cert: string; certFile: string } {
-  const keyFile = join(dir, "relay.key");
-  const certFile = join(dir, "relay.crt");
-  execFileSync(
-    "openssl",
-    [
-      ...["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes"],
-      ...["-keyout", keyFile, "-out", certFile, "-days", "1", "-subj", "/CN=127.0.0.1"],
-      ...["-addext", "subjectAltName=IP:127.0.0.1"],
-    ],
-    { stdio: "ignore" },
-  );
-  return { key: readFileSync(keyFile, "utf8"), cert: readFileSync(certFile, "utf8"), certFile };
-}
 
 /** The README's install line, with its destination moved into `bin`; returns the shim's path. */
 async function install(bin: string): Promise<string> {

@@ -1,4 +1,5 @@
 import { Transform, type TransformCallback } from "node:stream";
+import { isatty } from "node:tty";
 import { humanSize } from "../../../src/services/human-size.js";
 import { currentCall } from "./tool-call.js";
 
@@ -10,7 +11,8 @@ const REDRAW_MS = 100;
  * a terminal, so logs and pipes never see it, and clears its line when done.
  */
 export class Progress {
-  private readonly enabled = process.stderr.isTTY === true;
+  /** Asked of fd 2, not `process.stderr`, which node makes on first use (about 1 ms for a pipe). */
+  private readonly enabled = isatty(2);
   /** Under an MCP tool call: where the call's progress notifications come from. */
   private readonly report = currentCall()?.progress;
   private started = Date.now();

@@ -10,6 +10,7 @@ import {
 } from "../cli/errors.js";
 import { cancelSignal } from "../cli/tool-call.js";
 import { USER_AGENT } from "../cli/version.js";
+import { earlyAgent } from "./early-connect.js";
 import { adoptBody, socketBodyAgent } from "./socket-body.js";
 
 /** A socket idle this long (no bytes either way) is given up as timed out. */
@@ -77,7 +78,7 @@ export function request(req: HttpRequest): Promise<http.IncomingMessage> {
       timeout: IDLE_TIMEOUT_MS,
       signal,
       maxHeaderSize: MAX_HEADER_BYTES,
-      ...(direct ? { agent: socketBodyAgent() } : {}),
+      agent: direct ? socketBodyAgent() : earlyAgent(url),
     });
     out.on("timeout", () =>
       out.destroy(Object.assign(new Error("timed out"), { code: "ETIMEDOUT" })),

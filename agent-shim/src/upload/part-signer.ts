@@ -102,6 +102,9 @@ export class PartSigner {
 
   private async run(): Promise<void> {
     try {
+      // Hashing ahead waits a turn of the event loop: the PUTs of parts already signed (part 1,
+      // signed by the declare) are under way first, their reads not queued behind these.
+      await new Promise<void>((resolve) => setImmediate(resolve));
       while (!this.stopped && this.hashed < this.missing.length) {
         if (this.hashed >= this.asked + this.ahead) {
           await new Promise<void>((resolve) => (this.wake = resolve));

@@ -1,6 +1,7 @@
 import { stat } from "node:fs/promises";
 import { basename } from "node:path";
 import { CliError } from "../cli/errors.js";
+import { connectEarly } from "../transport/early-connect.js";
 import { digestPartSize } from "./part-digests.js";
 import {
   gzipPays,
@@ -38,6 +39,9 @@ export async function sendFile(
     const small = await sendSmallFile(path, name, { ...head, whole: head.whole }, options);
     if (small) return small;
   }
+  // More than one request: the relay connection is set up while the file is looked at and its
+  // first part hashed, not after.
+  connectEarly(relay.url);
   const sent = await options.sent.get();
   const known = sent.sha256Of(path, head);
   if (known !== undefined) {

@@ -35,10 +35,17 @@ export async function sendFromFirstByte(
 ): Promise<(Sent & { sha256: string }) | undefined> {
   const { relay, states } = ctx;
   const key = UploadStates.key(relay.url, file.path, file.size, file.mtimeMs);
-  const saved = await states.load(key);
-  if (saved && saved.sha256 !== "") return undefined;
   const { path, name, size } = file;
-  const handle = await open(path, "r").catch((err: unknown) => {
+  // The file is opened while its saved upload (if any) is looked up: both are on the way to
+  // the first byte.
+  const opening = open(path, "r");
+  opening.catch(() => undefined); // closed or reported below
+  const saved = await states.load(key);
+  if (saved && saved.sha256 !== "") {
+    await (await opening.catch(() => undefined))?.close();
+    return undefined;
+  }
+  const handle = await opening.catch((err: unknown) => {
     throw fsError("read", path, err);
   });
   const partSize = partSizeFor(size);

@@ -1,5 +1,5 @@
-import { setFlagsFromString } from "node:v8";
-import { runInNewContext } from "node:vm";
+import type * as V8 from "node:v8";
+import type * as Vm from "node:vm";
 
 type Collect = (options: { type: "minor" }) => void;
 
@@ -13,6 +13,7 @@ let collect: Collect | null | undefined;
  * without this the send's resident memory ends 20–25 MiB above what it holds. Node does not
  * export V8's `gc` without `--expose-gc`; that flag set at run time gives it to contexts made
  * afterwards, so it is taken from a fresh one. Where that fails, nothing is collected early.
+ * node:v8 and node:vm are loaded then, not at start-up: only a gzip send asks for this.
  */
 export function youngGc(): void {
   if (collect === undefined) collect = gcFunction();
@@ -21,8 +22,10 @@ export function youngGc(): void {
 
 function gcFunction(): Collect | null {
   try {
-    setFlagsFromString("--expose-gc");
-    const gc: unknown = runInNewContext("gc");
+    /* eslint-disable @typescript-eslint/no-require-imports -- loaded on first use, by design */
+    (require("node:v8") as typeof V8).setFlagsFromString("--expose-gc");
+    const gc: unknown = (require("node:vm") as typeof Vm).runInNewContext("gc");
+    /* eslint-enable @typescript-eslint/no-require-imports */
     return typeof gc === "function" ? (gc as Collect) : null;
   } catch {
     return null;
