@@ -91,7 +91,7 @@ class FirstByteParts(object):
         self.upload_id = upload["uploadId"]
         self.missing = upload["missing"]
         # Parts the declare signed already (with the digest it carried).
-        self.signed = dict((p.get("partNumber"), p.get("put")) for p in upload.get("parts") or [])
+        self.signed = dict((p.get("partNumber"), p.get("put")) for p in upload.get("parts") or [] if p.get("put"))
         self.digests = [None] * self.count
         self.turn = threading.Lock()
 
@@ -129,29 +129,39 @@ class FirstByteParts(object):
                 self.digests[number - 1] = part_digest(self.path, start, length)
             return self.digests[number - 1]
 
-    def sign(self, number, sha256):
-        known = self.signed.pop(number, None)
-        if known is not None:
-            return known
+    def sign(self, numbers):
+        """Signs the parts `numbers` with their digests, in one request: {number: put}."""
         path = "/v1/uploads/%s/parts" % quote(self.upload_id, safe="")
-        body = {"parts": [{"partNumber": number, "sha256": sha256}]}
+        body = {"parts": [{"partNumber": n, "sha256": self.digests[n - 1]} for n in numbers]}
         answer = self.sender.relay.call("POST", path, "upload of " + self.name, body)
         parts = answer.get("parts") if isinstance(answer, dict) else None
-        if not parts or parts[0].get("partNumber") != number:
+        puts = dict((p.get("partNumber"), p.get("put")) for p in parts or [] if isinstance(p, dict))
+        if any(not isinstance(puts.get(n), dict) for n in numbers):
             raise CliError("relay gave an unexpected answer to the upload of " + self.name)
-        return parts[0]["put"]
+        return puts
 
     def put(self, numbers):
-        """PUTs the parts `numbers`, several at once; the first to fail for good stops the rest."""
+        """PUTs the parts `numbers`, paced (each_part), each signed ahead of its turn
+        (PartSigner); the first to fail for good stops the rest."""
         stop = threading.Event()
+        numbers = sorted(numbers)
+        sender = self.sender
+        signer = PartSigner(self, numbers, sender.concurrency, self.signed)
 
-        def one(number):
-            start = (number - 1) * self.part_size
-            length = min(self.part_size, self.size - start)
+        def length_of(number):
+            return min(self.part_size, self.size - (number - 1) * self.part_size)
+
+        def one(index, stream):
+            number = numbers[index]
+            start, length = (number - 1) * self.part_size, length_of(number)
             which = "%s (part %d of %d)" % (self.name, number, self.count)
-            sha256 = self.digest(number)
-            put = self.sign(number, sha256)
-            put_slice(put, self.path, start, length, sha256, self.name, which, self.sender.policy, stop)
+            put = signer.put_for(index)
+            sha256 = self.digests[number - 1]
+            put_slice(put, self.path, start, length, sha256, self.name, which, sender.policy, stop, stream)
             return length
 
-        return each_part(self.sender.concurrency, sorted(numbers), one, stop)
+        remaining = sum(length_of(n) for n in numbers)
+        try:
+            return each_part(sender.concurrency, list(range(len(numbers))), one, stop, sender.adaptive, remaining)
+        finally:
+            signer.stop()
