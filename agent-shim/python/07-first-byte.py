@@ -9,21 +9,12 @@ def send_from_first_byte(sender, path, name, size, mtime, content_type):
     saved = states.load(key)
     if saved is not None and saved.get("sha256") != "":
         return None
-    upload = None
+    upload = resumed_upload(sender, key, saved, name) if saved is not None else None
     first = None
-    if saved is not None:
-        try:
-            state = relay.upload_state(saved["uploadId"], name)
-            if state["status"] == "completed":
-                states.remove(key)
-                record = state["file"]
-                return result_of(record, bool(record.get("deduped")), 0)
-            if state["status"] == "multipart" and isinstance(state.get("missing"), list):
-                upload = state
-        except RefusalError:
-            pass
-        if upload is None:
-            states.remove(key)
+    if upload is not None and upload["status"] == "completed":
+        states.remove(key)
+        record = upload["file"]
+        return result_of(record, bool(record.get("deduped")), 0)
     if upload is None:
         # Part 1's digest goes with the declare, whose answer then signs it: one round trip.
         first = part_digest(path, 0, min(part_size_for(size), size))
@@ -46,11 +37,26 @@ def send_from_first_byte(sender, path, name, size, mtime, content_type):
     return result_of(record, bool(record.get("deduped")), uploaded)
 
 
-def declare_deferred(relay, declaration, parts):
-    """The answer to a declare without hashes, with the first parts' digests (a relay that
-    takes the declare but not the digests gets it again without them); None from a relay that
-    takes neither."""
-    for body in (dict(declaration, parts=parts), declaration):
+def resumed_upload(sender, key, saved, name):
+    """The saved upload as the relay has it now (multipart, or completed); None (and forgotten)
+    when it is gone."""
+    try:
+        state = sender.relay.upload_state(saved["uploadId"], name)
+        if state["status"] == "completed":
+            return state
+        if state["status"] == "multipart" and isinstance(state.get("missing"), list):
+            return state
+    except RefusalError:
+        pass
+    sender.states.remove(key)
+    return None
+
+
+def declare_deferred(relay, declaration, parts=None):
+    """The answer to a declare without hashes, with the first parts' digests if given (a relay
+    that takes the declare but not the digests gets it again without them); None from a relay
+    that takes neither."""
+    for body in (dict(declaration, parts=parts), declaration) if parts else (declaration,):
         try:
             return relay.declare(body)
         except RefusalError as err:
