@@ -5,7 +5,7 @@ class PartSigner(object):
     in batches (POST /v1/uploads/:id/parts), so that a part's URL is usually there before a PUT
     slot frees up for it. A batch goes once it holds `ahead` digests, or at once when a PUT waits
     on one of them. `parts` (FirstByteParts) holds the digests and signs; parts the declare
-    signed already are in `known` (number: put), used when their digest is held."""
+    signed already are in `known` (number: put), used (and taken out) when their digest is held."""
 
     def __init__(self, parts, missing, ahead, known):
         self.parts, self.missing, self.ahead = parts, missing, ahead
@@ -20,7 +20,7 @@ class PartSigner(object):
             number = missing[self.hashed]
             if number not in known or digests[number - 1] is None:
                 break
-            self.slots[self.hashed].set_result(known[number])
+            self.slots[self.hashed].set_result(known.pop(number))  # signed once: not again
             self.hashed += 1
         self.thread = threading.Thread(target=self.run)
         self.thread.daemon = True
