@@ -1,6 +1,6 @@
 def send_from_first_byte(sender, path, name, size, mtime, content_type):
     """A large file sent as it is read (docs/api.md, "Sending from the first byte"): declared
-    without its hashes, each part hashed in its turn, signed with that digest and PUT, the whole
+    without its hashes, parts hashed ahead and signed with their digests, then PUT, the whole
     file hashed in a thread for complete (a dedup hit is found there). Saved, so a later send
     resumes it. None when this way is not open: the relay predates it, or a saved upload of the
     file declared with its hashes waits to be resumed the hashed way."""
@@ -85,8 +85,8 @@ def whole_digest(path):
 
 
 class FirstByteParts(object):
-    """The parts of an upload declared without its hashes, hashed one at a time as their turn
-    comes, each signed with its digest and PUT (checked against it on the way out)."""
+    """The parts of an upload declared without its hashes, hashed in order ahead of their turn
+    and signed in batches (PartSigner), each PUT (checked against its digest on the way out)."""
 
     def __init__(self, sender, path, name, size, upload):
         self.sender, self.path, self.name, self.size = sender, path, name, size
