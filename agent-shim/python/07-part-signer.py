@@ -3,8 +3,10 @@ class PartSigner(object):
     without its hashes, got ahead of need (the Node shim's PartSigner): parts are hashed in order
     on a thread of their own, up to `ahead` past the last one asked for, and their digests signed
     in batches (POST /v1/uploads/:id/parts), so that a part's URL is usually there before a PUT
-    slot frees up for it. A batch goes once it holds `ahead` digests, or at once when a PUT waits
-    on one of them. `parts` (FirstByteParts) holds the digests and signs; parts the declare
+    slot frees up for it. A part hashed goes for signing at once when no batch is on its way (or
+    when a PUT waits on it, or `ahead` wait); else with the next batch, once the last is back.
+    (Node's waits for `ahead` digests: with the Python shim's one connection per relay request,
+    a batch sent only then was often still on its way when the PUTs came to it.) `parts` (FirstByteParts) holds the digests and signs; parts the declare
     signed already are in `known` (number: put), used (and taken out) when their digest is held."""
 
     def __init__(self, parts, missing, ahead, known):
@@ -15,6 +17,7 @@ class PartSigner(object):
         self.asked = 0  # how many of `missing` have been asked for; the hashing stays `ahead`
         self.hashed = 0
         self.stopped = False
+        self.signing = 0  # batches on their way
         digests = parts.digests
         while self.hashed < len(missing):
             number = missing[self.hashed]
@@ -56,7 +59,7 @@ class PartSigner(object):
                     self.hashed += 1
                     self.pending.append(index)
                     waited_on = index < self.asked
-                    full = waited_on or len(self.pending) >= self.ahead
+                    full = waited_on or len(self.pending) >= self.ahead or not self.signing
                     batch = self.take() if full else None
                 self.sign(batch)
             self.sign(batch)
@@ -66,6 +69,8 @@ class PartSigner(object):
     def take(self):
         """The pending indexes, now on their way to be signed (hold self.cond)."""
         batch, self.pending = self.pending, []
+        if batch:
+            self.signing += 1
         return batch
 
     def sign(self, batch):
@@ -82,9 +87,14 @@ class PartSigner(object):
         except BaseException as err:
             for i in batch:
                 self.slots[i].set_exception(err)
-            return
-        for i, number in zip(batch, numbers):
-            self.slots[i].set_result(puts[number])
+            puts = None
+        else:
+            for i, number in zip(batch, numbers):
+                self.slots[i].set_result(puts[number])
+        with self.cond:
+            self.signing -= 1
+            after = self.take() if puts is not None and not self.signing and not self.stopped else None
+        self.sign(after)
 
     def fail(self, err):
         with self.cond:
