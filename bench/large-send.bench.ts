@@ -8,7 +8,10 @@
  * the local R2 binding, every byte through the Worker. `--sizes 128,1024` (MiB), `--runs 3`,
  * `--concurrency auto` (AIRLOCK_UPLOAD_CONCURRENCY: `auto` leaves it unset, so the shim sends
  * one part at a time unless the first runs slow; a number sets it; several, comma-separated,
- * to compare).
+ * to compare). `--shim python` runs the Python shim (agent-shim/airlock.py) instead of the built
+ * Node one; a path runs that build (`.py`: under python3); several, comma-separated, run in turn.
+ * `--content text` sends generated log text instead of random bytes (stored as gzip: fewer bytes
+ * go up than the file holds).
  *
  * Tools run interleaved on fresh content each time, and the relay and store start afresh after
  * each upload so that no read-back or stored bytes weigh on the next one. Prints a markdown table
@@ -19,13 +22,13 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { curlParts, curlPut } from "./baselines";
-import { createFile, type BenchFile } from "./corpus";
+import { createFile, type BenchFile, type Kind } from "./corpus";
 import { formatMs, formatRatio, formatSize, MiB } from "./format";
 import { LargeRelay, type Backend } from "./large-relay";
 import { sendBySteps, type Steps } from "./large-steps";
 import { median, Meter } from "./measure";
 import type { Session } from "./relay-api";
-import { SHIM, assertShimBuilt, installedShim, shimEnv, type SendJson } from "./shim";
+import { PYTHON_SHIM, SHIM, assertShimBuilt, installedShim, shimEnv, type SendJson } from "./shim";
 import type { StoreTap } from "./store-tap";
 
 /** `airlock send` on s3 must take at most this multiple of one `curl -T` of the same file. */
@@ -35,7 +38,7 @@ const FIRST_BYTE_TARGET_MS = 50;
 const CURL_PARTS_IN_FLIGHT = 4;
 
 const USAGE =
-  "usage: npm run bench:large -- [--backend s3|r2] [--sizes 128,1024] [--runs 3] [--concurrency auto,4] [--steps] [--shim <airlock.mjs>]";
+  "usage: npm run bench:large -- [--backend s3|r2] [--sizes 128,1024] [--runs 3] [--concurrency auto,4] [--steps] [--shim node|python|<airlock.mjs>|<airlock.py>,...] [--content random|text]";
 
 interface Options {
   backend: Backend;
@@ -45,8 +48,9 @@ interface Options {
   levels: (number | undefined)[];
   /** Also the shim's steps done by hand, each timed (`--steps`). */
   steps: boolean;
-  /** The shim to run (`--shim <airlock.mjs>`): the built one, installed as `airlock`, unless another build is compared. */
-  shim: string;
+  /** The shims to run (`--shim`): the built Node one unless others are compared. */
+  shims: string[];
+  content: Kind;
 }
 
 function options(): Options {
@@ -57,19 +61,23 @@ function options(): Options {
       runs: { type: "string", default: "3" },
       concurrency: { type: "string", default: "auto" },
       steps: { type: "boolean", default: false },
-      shim: { type: "string", default: SHIM },
+      shim: { type: "string", default: "node" },
+      content: { type: "string", default: "random" },
     },
   });
   const list = (raw: string) => raw.split(",").map(Number);
   const backend = values.backend;
   if (backend !== "s3" && backend !== "r2") throw new Error(USAGE);
+  const content = values.content;
+  if (content !== "random" && content !== "text") throw new Error(USAGE);
   const parsed = {
     backend,
     sizesMiB: list(values.sizes),
     runs: Number(values.runs),
     levels: values.concurrency.split(",").map((l) => (l === "auto" ? undefined : Number(l))),
     steps: values.steps,
-    shim: values.shim,
+    content,
+    shims: values.shim.split(",").map((s) => ({ node: SHIM, python: PYTHON_SHIM })[s] ?? s),
   } satisfies Options;
   const numbers = [...parsed.sizesMiB, parsed.runs, ...parsed.levels.map((l) => l ?? 1)];
   if (!numbers.every((n) => Number.isInteger(n) && n > 0)) throw new Error(USAGE);
@@ -99,14 +107,15 @@ async function main(): Promise<void> {
     log(`warning: ${message}`);
   };
   const tables: string[] = [];
+  const sends = opts.shims.flatMap((shim) => opts.levels.map((level) => ({ shim, level })));
   const stepRows: string[] = [];
   let missed = false;
   try {
-    // As the README installs it (`airlock`, loaded as CommonJS), unless another is named.
-    const shim = opts.shim === SHIM ? await installedShim(work) : opts.shim;
+    // The built Node shim runs as the README installs it (`airlock`, loaded as CommonJS).
+    const installed = await installedShim(work);
     for (const sizeMiB of opts.sizesMiB) {
-      log(`writing ${sizeMiB} MiB of random bytes`);
-      const file = await createFile(work, "random", sizeMiB * MiB);
+      log(`writing ${sizeMiB} MiB of ${opts.content}`);
+      const file = await createFile(work, opts.content, sizeMiB * MiB);
       const steps: Steps[] = [];
       const series: Series[] = [
         { tool: "curl -T (one signed PUT)", wallMs: [], rssMiB: [] },
@@ -115,8 +124,8 @@ async function main(): Promise<void> {
           wallMs: [],
           rssMiB: [],
         },
-        ...opts.levels.map((level) => ({
-          tool: `airlock send (AIRLOCK_UPLOAD_CONCURRENCY=${level ?? "unset"})`,
+        ...sends.map(({ shim, level }) => ({
+          tool: `airlock send${shimLabel(shim)} (AIRLOCK_UPLOAD_CONCURRENCY=${level ?? "unset"})`,
           wallMs: [] as number[],
           rssMiB: [] as number[],
           firstByteMs: [] as number[],
@@ -149,11 +158,11 @@ async function main(): Promise<void> {
         await measure(run, 1, (session) =>
           curlParts(meter, session, file.path, work, CURL_PARTS_IN_FLIGHT, warn),
         );
-        for (const [i, level] of opts.levels.entries()) {
+        for (const [i, { shim, level }] of sends.entries()) {
           await measure(run, 2 + i, (session) =>
             sendFresh(meter, {
               session,
-              shim,
+              shim: shim === SHIM ? installed : shim,
               file,
               tmpDir: work,
               level,
@@ -203,7 +212,7 @@ async function main(): Promise<void> {
       : "r2 backend, local R2 binding (every byte through the Worker)";
   console.log(
     [
-      `Large sends, ${where}; ${new Date().toISOString()}; ${opts.runs} runs each, fresh content every run${opts.shim === SHIM ? "" : `; shim ${opts.shim}`}; load average ${load.before.toFixed(1)} before, ${load.after.toFixed(1)} after`,
+      `Large sends of ${opts.content}, ${where}; ${new Date().toISOString()}; ${opts.runs} runs each, fresh content every run${opts.shims.some((s) => s !== SHIM) ? `; shims ${opts.shims.join(", ")}` : ""}; load average ${load.before.toFixed(1)} before, ${load.after.toFixed(1)} after`,
       "",
       "| backend | size | tool | runs (s) | median | × curl -T | peak RSS (MiB) | first part byte (ms from spawn, runs) |",
       "| --- | --- | --- | --- | --- | --- | --- | --- |",
@@ -245,13 +254,17 @@ async function sendFresh(
   );
   job.tap?.reset();
   const spawned = performance.now();
-  const run = await meter.run(process.execPath, [job.shim, "send", job.file.path, "--json"], {
-    env,
-  });
+  const python = job.shim.endsWith(".py");
+  const program = python ? "python3" : process.execPath;
+  const run = await meter.run(program, [job.shim, "send", job.file.path, "--json"], { env });
   const firstPartAt = job.tap?.firstPartAt;
   const result = JSON.parse(run.stdout.trim().split("\n").pop()!) as SendJson;
-  const { size } = job.file;
-  if (result.deduped || result.size !== size || result.uploadedBytes !== size)
+  const { file } = job;
+  const { size } = file;
+  // Text goes up as gzip: fewer bytes than the file holds, but some.
+  const uploaded = result.uploadedBytes;
+  const all = file.kind === "text" ? uploaded > 0 && uploaded < size : uploaded === size;
+  if (result.deduped || result.size !== size || !all)
     throw new Error(`not a fresh upload of every byte: ${JSON.stringify(result)}`);
   return { ...run, firstByteMs: firstPartAt === undefined ? undefined : firstPartAt - spawned };
 }
@@ -274,6 +287,12 @@ function stepsRow(sizeMiB: number, steps: Steps[], sendMs: number, curlMs: numbe
     `${formatMs(floor)} (${formatRatio(floor / curlMs)})`,
   ];
   return `| ${cells.join(" | ")} |`;
+}
+
+/** How a shim is named in the table: the built Node one unnamed. */
+function shimLabel(shim: string): string {
+  if (shim === SHIM) return "";
+  return shim === PYTHON_SHIM ? " (python)" : ` (${shim})`;
 }
 
 function row(backend: Backend, sizeMiB: number, s: Series, floorMs: number): string {

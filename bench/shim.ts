@@ -6,6 +6,8 @@ import type { Session } from "./relay-api";
 
 /** The built shim, as `npm run build:shim` (the `prebench` script) leaves it. */
 export const SHIM = fileURLToPath(new URL("../dist/airlock.mjs", import.meta.url));
+/** The Python shim, as `npm run build:shim` joins it. */
+export const PYTHON_SHIM = fileURLToPath(new URL("../agent-shim/airlock.py", import.meta.url));
 
 /** What `airlock send --json` prints for one file (the fields the benchmark reads). */
 export interface SendJson {

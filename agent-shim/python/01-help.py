@@ -23,7 +23,7 @@ import threading
 import time
 import uuid
 import zlib
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from urllib.parse import quote, unquote, urlencode, urljoin, urlsplit
 
 VERSION = "0.0.0-dev"  # set by scripts/build-shim.mjs when the relay serves this file

@@ -224,8 +224,9 @@ def upload_target(put_url, action):
     return (service, origin + parts.path, action)
 
 
-def put_slice(put, path, start, length, sha256, label, which, policy, stop=None):
-    """PUTs `length` bytes of a file from `start`, checked against their digest on the way."""
+def put_slice(put, path, start, length, sha256, label, which, policy, stop=None, stream=None):
+    """PUTs `length` bytes of a file from `start`, checked against their digest on the way;
+    `stream` (a PartStream) hears of the bytes as they go and once they all have."""
     target = upload_target(put["url"], "upload of " + which)
     headers = dict(put.get("headers") or {})
 
@@ -240,8 +241,12 @@ def put_slice(put, path, start, length, sha256, label, which, policy, stop=None)
                 yield chunk
                 if MCP_CALL is not None:
                     MCP_CALL.moved(len(chunk))  # sent: the next one is asked for
+                if stream is not None:
+                    stream.moved(len(chunk))
             if state["bytes"] != length or digest.hexdigest() != sha256:
                 raise changed_while_sending(label)
+            if stream is not None:
+                stream.sent()
 
         conn, res = open_request(put.get("method") or "PUT", put["url"], headers, body(), length)
         try:

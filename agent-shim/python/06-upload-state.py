@@ -64,6 +64,8 @@ class Sender(object):
         self.relay = relay
         self.policy = policy
         self.concurrency = integer_var("AIRLOCK_UPLOAD_CONCURRENCY", DEFAULT_UPLOAD_CONCURRENCY, 1, 16)
+        # Unset: parts paced by how fast the first go (PartPace); set: that many from the start.
+        self.adaptive = not os.environ.get("AIRLOCK_UPLOAD_CONCURRENCY", "").strip()
         self.level = integer_var("AIRLOCK_GZIP_LEVEL", GZIP_LEVEL, 1, 9)
         self.states = UploadStates()
         self.sent = SentCache()
@@ -179,44 +181,20 @@ class Sender(object):
             seen.add(number)
         missing = sorted(upload.get("parts") or [], key=lambda p: p["partNumber"])
 
-        def one(part):
+        def length_of(part):
+            return min(part_size, stored.size - (part["partNumber"] - 1) * part_size)
+
+        def one(part, stream):
             number = part["partNumber"]
-            start = (number - 1) * part_size
-            length = min(part_size, stored.size - start)
+            start, length = (number - 1) * part_size, length_of(part)
             which = "%s (part %d of %d)" % (label, number, count)
-            put_slice(part["put"], stored.path, start, length, digests[number - 1], label, which, self.policy, stop)
+            digest = digests[number - 1]
+            put_slice(part["put"], stored.path, start, length, digest, label, which, self.policy, stop, stream)
             return length
 
         stop = threading.Event()
-        return each_part(self.concurrency, missing, one, stop)
-
-
-def each_part(concurrency, parts, send, stop):
-    """Runs send(part) for each part, several at once, summing what each returns; the first to
-    fail for good sets `stop` (the others end early) and its error ends the upload."""
-    failure = []
-    lock = threading.Lock()
-    done = [0]
-
-    def one(part):
-        if stop.is_set():
-            return
-        try:
-            sent = send(part)
-            with lock:
-                done[0] += sent
-        except BaseException as err:
-            with lock:
-                if not stop.is_set():
-                    failure.append(err)
-                    stop.set()
-
-    if parts:
-        with ThreadPoolExecutor(max_workers=min(concurrency, len(parts))) as pool:
-            list(pool.map(one, parts))
-    if failure:
-        raise failure[0]
-    return done[0]
+        remaining = sum(length_of(part) for part in missing)
+        return each_part(self.concurrency, missing, one, stop, self.adaptive, remaining)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 def send_from_first_byte(sender, path, name, size, mtime, content_type):
     """A large file sent as it is read (docs/api.md, "Sending from the first byte"): declared
-    without its hashes, each part hashed in its turn, signed with that digest and PUT, the whole
+    without its hashes, parts hashed ahead and signed with their digests, then PUT, the whole
     file hashed in a thread for complete (a dedup hit is found there). Saved, so a later send
     resumes it. None when this way is not open: the relay predates it, or a saved upload of the
     file declared with its hashes waits to be resumed the hashed way."""
@@ -9,21 +9,12 @@ def send_from_first_byte(sender, path, name, size, mtime, content_type):
     saved = states.load(key)
     if saved is not None and saved.get("sha256") != "":
         return None
-    upload = None
+    upload = resumed_upload(sender, key, saved, name) if saved is not None else None
     first = None
-    if saved is not None:
-        try:
-            state = relay.upload_state(saved["uploadId"], name)
-            if state["status"] == "completed":
-                states.remove(key)
-                record = state["file"]
-                return result_of(record, bool(record.get("deduped")), 0)
-            if state["status"] == "multipart" and isinstance(state.get("missing"), list):
-                upload = state
-        except RefusalError:
-            pass
-        if upload is None:
-            states.remove(key)
+    if upload is not None and upload["status"] == "completed":
+        states.remove(key)
+        record = upload["file"]
+        return result_of(record, bool(record.get("deduped")), 0)
     if upload is None:
         # Part 1's digest goes with the declare, whose answer then signs it: one round trip.
         first = part_digest(path, 0, min(part_size_for(size), size))
@@ -46,11 +37,26 @@ def send_from_first_byte(sender, path, name, size, mtime, content_type):
     return result_of(record, bool(record.get("deduped")), uploaded)
 
 
-def declare_deferred(relay, declaration, parts):
-    """The answer to a declare without hashes, with the first parts' digests (a relay that
-    takes the declare but not the digests gets it again without them); None from a relay that
-    takes neither."""
-    for body in (dict(declaration, parts=parts), declaration):
+def resumed_upload(sender, key, saved, name):
+    """The saved upload as the relay has it now (multipart, or completed); None (and forgotten)
+    when it is gone."""
+    try:
+        state = sender.relay.upload_state(saved["uploadId"], name)
+        if state["status"] == "completed":
+            return state
+        if state["status"] == "multipart" and isinstance(state.get("missing"), list):
+            return state
+    except RefusalError:
+        pass
+    sender.states.remove(key)
+    return None
+
+
+def declare_deferred(relay, declaration, parts=None):
+    """The answer to a declare without hashes, with the first parts' digests if given (a relay
+    that takes the declare but not the digests gets it again without them); None from a relay
+    that takes neither."""
+    for body in (dict(declaration, parts=parts), declaration) if parts else (declaration,):
         try:
             return relay.declare(body)
         except RefusalError as err:
@@ -79,8 +85,8 @@ def whole_digest(path):
 
 
 class FirstByteParts(object):
-    """The parts of an upload declared without its hashes, hashed one at a time as their turn
-    comes, each signed with its digest and PUT (checked against it on the way out)."""
+    """The parts of an upload declared without its hashes, hashed in order ahead of their turn
+    and signed in batches (PartSigner), each PUT (checked against its digest on the way out)."""
 
     def __init__(self, sender, path, name, size, upload):
         self.sender, self.path, self.name, self.size = sender, path, name, size
@@ -91,7 +97,7 @@ class FirstByteParts(object):
         self.upload_id = upload["uploadId"]
         self.missing = upload["missing"]
         # Parts the declare signed already (with the digest it carried).
-        self.signed = dict((p.get("partNumber"), p.get("put")) for p in upload.get("parts") or [])
+        self.signed = dict((p.get("partNumber"), p.get("put")) for p in upload.get("parts") or [] if p.get("put"))
         self.digests = [None] * self.count
         self.turn = threading.Lock()
 
@@ -129,29 +135,39 @@ class FirstByteParts(object):
                 self.digests[number - 1] = part_digest(self.path, start, length)
             return self.digests[number - 1]
 
-    def sign(self, number, sha256):
-        known = self.signed.pop(number, None)
-        if known is not None:
-            return known
+    def sign(self, numbers):
+        """Signs the parts `numbers` with their digests, in one request: {number: put}."""
         path = "/v1/uploads/%s/parts" % quote(self.upload_id, safe="")
-        body = {"parts": [{"partNumber": number, "sha256": sha256}]}
+        body = {"parts": [{"partNumber": n, "sha256": self.digests[n - 1]} for n in numbers]}
         answer = self.sender.relay.call("POST", path, "upload of " + self.name, body)
         parts = answer.get("parts") if isinstance(answer, dict) else None
-        if not parts or parts[0].get("partNumber") != number:
+        puts = dict((p.get("partNumber"), p.get("put")) for p in parts or [] if isinstance(p, dict))
+        if any(not isinstance(puts.get(n), dict) for n in numbers):
             raise CliError("relay gave an unexpected answer to the upload of " + self.name)
-        return parts[0]["put"]
+        return puts
 
     def put(self, numbers):
-        """PUTs the parts `numbers`, several at once; the first to fail for good stops the rest."""
+        """PUTs the parts `numbers`, paced (each_part), each signed ahead of its turn
+        (PartSigner); the first to fail for good stops the rest."""
         stop = threading.Event()
+        numbers = sorted(numbers)
+        sender = self.sender
+        signer = PartSigner(self, numbers, sender.concurrency, self.signed)
 
-        def one(number):
-            start = (number - 1) * self.part_size
-            length = min(self.part_size, self.size - start)
+        def length_of(number):
+            return min(self.part_size, self.size - (number - 1) * self.part_size)
+
+        def one(index, stream):
+            number = numbers[index]
+            start, length = (number - 1) * self.part_size, length_of(number)
             which = "%s (part %d of %d)" % (self.name, number, self.count)
-            sha256 = self.digest(number)
-            put = self.sign(number, sha256)
-            put_slice(put, self.path, start, length, sha256, self.name, which, self.sender.policy, stop)
+            put = signer.put_for(index)
+            sha256 = self.digests[number - 1]
+            put_slice(put, self.path, start, length, sha256, self.name, which, sender.policy, stop, stream)
             return length
 
-        return each_part(self.sender.concurrency, sorted(numbers), one, stop)
+        remaining = sum(length_of(n) for n in numbers)
+        try:
+            return each_part(sender.concurrency, list(range(len(numbers))), one, stop, sender.adaptive, remaining)
+        finally:
+            signer.stop()

@@ -141,8 +141,9 @@ def send_file(path, sender, rename=None):
         if probe["status"] == "deduped":
             return result_of(probe["file"], True, 0)
     pays = gzip_pays(size, sample, compressed, sender.level)
-    if not pays and size > multipart_threshold():
-        first = send_from_first_byte(sender, path, name, size, mtime, content_type)
+    if size > multipart_threshold():
+        send_first = send_gzip_from_first_byte if pays else send_from_first_byte
+        first = send_first(sender, path, name, size, mtime, content_type)
         if first is not None:
             sender.sent.record(path, info, first["sha256"])
             return first

@@ -90,7 +90,7 @@ class RangedDownload(object):
             self.pieces = first_and_rest(size, self.chunk)
         self.missing = [p for p in self.pieces if p.got < p.end - p.start]
         self.threads = []
-        self.watch = None  # (time of the first range's first chunk, bytes since, bytes in all)
+        self.watch = None  # the first range's SplitProbe, from its first chunk
         self.next = 0
         self.cond = threading.Condition()
         self.stop = threading.Event()
@@ -141,22 +141,18 @@ class RangedDownload(object):
                 thread.start()
 
     def watch_first(self, piece, length):
-        """Watches the first range's bytes from its first chunk on for PROBE_BYTES or PROBE_S,
-        whichever comes first, then cuts the rest (not yet begun: the one stream is still on the
-        first range) into ranges for every stream if `split_pays`. Decided once."""
+        """Watches the first range's bytes (`SplitProbe`); once it has decided, cuts the rest (not
+        yet begun: the one stream is still on the first range) into ranges for every stream if
+        more streams pay."""
         if not self.adaptive or piece is not self.pieces[0]:
             return
-        now = time.monotonic()
         if self.watch is None:
-            self.watch = (now, 0, length)
-            return
-        since, count, arrived = self.watch
-        count, arrived = count + length, arrived + length
-        self.watch = (since, count, arrived)
-        if count < PROBE_BYTES and now - since < PROBE_S:
-            return
+            self.watch = SplitProbe(self.size, lambda pays: self.decided(piece, pays))
+        self.watch.heard(length)
+
+    def decided(self, piece, pays):
         self.adaptive = False
-        if not split_pays(count, now - since, self.size - arrived):
+        if not pays:
             return
         rest = plan_rest(piece.end, self.size, self.chunk)
         with self.cond:

@@ -41,6 +41,41 @@ def split_pays(count, seconds, remaining):
     return rate < SPLIT_BELOW_BYTES_PER_S and remaining / rate > SPLIT_AFTER_S
 
 
+class SplitProbe(object):
+    """Watches one stream's bytes as they go (`heard`), from its first chunk on, for PROBE_BYTES
+    or PROBE_S, whichever comes first, then calls decide(split_pays(...)) once: `remaining` is
+    what the transfer had left to move when the watch began. A stream that ends before the watch
+    does was fast, and nothing more opens. Shared by ranged downloads (their first range) and
+    multipart uploads (their parts in flight), as the Node shim's splitProbe."""
+
+    def __init__(self, remaining, decide):
+        self.remaining, self.decide = remaining, decide
+        self.lock = threading.Lock()
+        self.decided = False
+        self.since = None
+        self.count = 0
+        self.moved = 0
+
+    def heard(self, length):
+        if self.decided:
+            return
+        with self.lock:
+            if self.decided:
+                return
+            self.moved += length
+            now = time.monotonic()
+            if self.since is None:
+                self.since = now
+                return
+            self.count += length
+            seconds = now - self.since
+            if self.count < PROBE_BYTES and seconds < PROBE_S:
+                return
+            self.decided = True
+            pays = split_pays(self.count, seconds, self.remaining - self.moved)
+        self.decide(pays)
+
+
 def first_and_rest(size, chunk):
     """A fresh adaptive download's first range, `chunk` bytes, and the rest of the file as one."""
     return [Piece(0, chunk, 0), Piece(chunk, size, 0)]
