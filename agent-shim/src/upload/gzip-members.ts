@@ -3,6 +3,7 @@ import { gzipSync } from "node:zlib";
 import { fsError } from "../cli/errors.js";
 import { MemberCompressor } from "./gzip-workers.js";
 import { GZIP_MEMBER_OPTIONS } from "./gzip-one-trip.js";
+import { inOrderAhead } from "./in-order-ahead.js";
 import { youngGc } from "./young-gc.js";
 
 /**
@@ -136,25 +137,6 @@ export async function* fileSpans(path: string, pool: SpanPool): AsyncGenerator<B
   }
 }
 
-/**
- * The work of `items`, in their order, with at most `limit` of them under way at once (memory
- * stays flat however many there are). A failure surfaces when its turn comes.
- */
-export async function* inOrder<T, R>(
-  items: AsyncIterable<T>,
-  work: (item: T) => Promise<R>,
-  limit: number,
-): AsyncGenerator<R> {
-  const pending: Promise<R>[] = [];
-  for await (const item of items) {
-    const done = work(item);
-    done.catch(() => {}); // awaited in its turn; not an unhandled rejection meanwhile
-    pending.push(done);
-    if (pending.length >= limit) yield await (pending.shift() as Promise<R>);
-  }
-  while (pending.length > 0) yield await (pending.shift() as Promise<R>);
-}
-
 /** Members between young-generation GCs (`youngGc`): the buffers a send turns over meanwhile. */
 const GC_EVERY_MEMBERS = 16;
 
@@ -190,7 +172,9 @@ export async function* gzipMembers(
     return member;
   };
   try {
-    const members = inOrder(spans, gzip, compressor.inFlight);
+    // Members started ahead of the writer: at most twice those under way wait to be written.
+    const { inFlight } = compressor;
+    const members = inOrderAhead(spans, gzip, inFlight, inFlight * 2);
     for await (const member of members) {
       log.storedSizes.push(member.length);
       yield member;
