@@ -1,13 +1,12 @@
 /**
  * `npm run build:shim && node scripts/run-ts.mjs bench/gzip-cpu.bench.ts [--size 512]
- * [--env K=V,K=V] [--shim <path>] [--timeline <file>] [--curl]`: where the CPU of one gzip
+ * [--env K=V,K=V] [--shim <path>] [--curl]`: where the CPU of one gzip
  * `airlock send` of generated text goes on the s3 backend (issue 29 §2). Reads the CPU seconds
  * (user + system) of every process taking part before and after the send: the shim (GNU time),
  * the relay (`wrangler dev` and its workerd, from /proc), and this process, which runs the store
  * (the tap, the strict S3 proxy and s3rver). On a machine of `cores` cores no schedule can end
  * before (all CPU) / cores: the floor the send is held against. `--curl` does the same for one
- * `curl -T` of the raw bytes; `--timeline` hands the shim `AIRLOCK_TL` (a scratch build that
- * writes a timeline there).
+ * `curl -T` of the raw bytes; `--shim` runs another build of the shim (an older one, say).
  */
 import { execFileSync } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
@@ -27,7 +26,6 @@ const { values } = parseArgs({
     size: { type: "string", default: "512" },
     env: { type: "string", default: "" },
     shim: { type: "string", default: SHIM },
-    timeline: { type: "string" },
     curl: { type: "boolean", default: false },
   },
 });
@@ -89,7 +87,6 @@ async function main(): Promise<void> {
       const [k, v] = pair.split("=");
       extra[k!] = v ?? "";
     }
-    if (values.timeline) extra.AIRLOCK_TL = values.timeline;
     const env = shimEnv(session, work, extra);
     await measured(relay, `airlock send ${values.env}`, async () => {
       const times = join(work, "shim-times.txt");

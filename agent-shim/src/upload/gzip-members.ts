@@ -3,7 +3,6 @@ import { gzipSync } from "node:zlib";
 import { fsError } from "../cli/errors.js";
 import { MemberCompressor } from "./gzip-workers.js";
 import { GZIP_MEMBER_OPTIONS } from "./gzip-one-trip.js";
-import { inOrderAhead } from "./in-order-ahead.js";
 import { youngGc } from "./young-gc.js";
 
 /**
@@ -137,6 +136,25 @@ export async function* fileSpans(path: string, pool: SpanPool): AsyncGenerator<B
   }
 }
 
+/**
+ * The work of `items`, in their order, with at most `limit` of them under way at once (memory
+ * stays flat however many there are). A failure surfaces when its turn comes.
+ */
+export async function* inOrder<T, R>(
+  items: AsyncIterable<T>,
+  work: (item: T) => Promise<R>,
+  limit: number,
+): AsyncGenerator<R> {
+  const pending: Promise<R>[] = [];
+  for await (const item of items) {
+    const done = work(item);
+    done.catch(() => {}); // awaited in its turn; not an unhandled rejection meanwhile
+    pending.push(done);
+    if (pending.length >= limit) yield await (pending.shift() as Promise<R>);
+  }
+  while (pending.length > 0) yield await (pending.shift() as Promise<R>);
+}
+
 /** Members between young-generation GCs (`youngGc`): the buffers a send turns over meanwhile. */
 const GC_EVERY_MEMBERS = 16;
 
@@ -172,9 +190,7 @@ export async function* gzipMembers(
     return member;
   };
   try {
-    // Members started ahead of the writer: at most twice those under way wait to be written.
-    const { inFlight } = compressor;
-    const members = inOrderAhead(spans, gzip, inFlight, inFlight * 2);
+    const members = inOrder(spans, gzip, compressor.inFlight);
     for await (const member of members) {
       log.storedSizes.push(member.length);
       yield member;

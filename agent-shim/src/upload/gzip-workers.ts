@@ -118,11 +118,9 @@ export class MemberCompressor {
     this.workers = workers && threads > 1;
     this.script = script;
     this.pool = new OneTripGzip(level);
-    // One thread: one member at a time. On libuv's pool, one per thread (`inOrderAhead` has the
-    // next span read and waiting, so a freed thread is not kept waiting for the writer), at most
-    // the pool's size. A third member under way on two cores kept ~12 MiB more resident for no
-    // measured gain.
-    const pool = Math.min(threads, libuvPoolSize());
+    // One thread: one member at a time. On libuv's pool, one more than the threads (one is
+    // queued while another is written), leaving the pool room for file reads where it can.
+    const pool = Math.max(2, Math.min(threads + 1, libuvPoolSize()));
     this.inFlight = threads === 1 ? 1 : this.workers ? threads * 2 : pool;
   }
 

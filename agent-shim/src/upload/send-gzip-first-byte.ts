@@ -16,7 +16,6 @@ import { onInterrupt, releaseTemp } from "./temp-files.js";
 import { isRetryableStorageAnswer, uploadTarget } from "./upload.js";
 import { UploadStates, type SavedUpload, type UploadKey } from "./upload-state.js";
 import { partFile, type PartFile } from "./gzip-part-file.js";
-import { fullGc } from "./young-gc.js";
 
 /** A saved gzip upload: with the digest of each part this run or an earlier one stored. */
 type SavedGzip = SavedUpload & { partDigests?: Record<string, string> };
@@ -189,12 +188,6 @@ async function sendMembers(
       stop.signal,
     );
     uploadedBytes += part.length;
-    // The PUT's body was read from the part file in 64 KiB buffers, each held by the socket
-    // until the store took it: by then promoted, so only a full GC frees them. One per part
-    // (every 8 MiB or more stored) keeps a send's memory flat where the store is slower than
-    // compression and the spooled parts go up after the last member (measured: 100-106 MiB
-    // peak RSS at 1 GiB without it, under 96 with it).
-    fullGc();
   };
 
   let partNumber = 0;

@@ -1,7 +1,7 @@
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
 
-type Collect = (options: { type: "minor" | "major" }) => void;
+type Collect = (options: { type: "minor" }) => void;
 
 let collect: Collect | null | undefined;
 
@@ -17,16 +17,6 @@ let collect: Collect | null | undefined;
 export function youngGc(): void {
   if (collect === undefined) collect = gcFunction();
   collect?.({ type: "minor" });
-}
-
-/**
- * A full GC (a few milliseconds on a send's small heap), for buffers that lived long enough to
- * be promoted before they died: a scavenge does not free those, and V8 sweeps its old
- * generation only once some 64 MiB of such memory has piled up.
- */
-export function fullGc(): void {
-  if (collect === undefined) collect = gcFunction();
-  collect?.({ type: "major" });
 }
 
 function gcFunction(): Collect | null {
