@@ -22,6 +22,11 @@ export class LargeRelay {
 
   constructor(readonly backend: Backend) {}
 
+  /** The process group of the running relay (`wrangler dev` and its workerd); 0 when none. */
+  get processGroup(): number {
+    return this.relay?.processGroup ?? 0;
+  }
+
   /** Stops whatever ran before and starts a relay (and store) with nothing in it. */
   async fresh(): Promise<Session> {
     await this.stop();

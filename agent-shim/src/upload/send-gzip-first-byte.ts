@@ -29,6 +29,13 @@ const MAX_PARTS_IN_FLIGHT = 2;
  * more than the parts in flight, so that the cores go on compressing while PUTs are slow.
  */
 const MAX_PARTS_SPOOLED = 5;
+/**
+ * A part's bytes are read from its temp file for the PUT this many at a time, not a read
+ * stream's 64 KiB: fewer, larger writes to the socket. Measured on the loopback store (512 MiB
+ * of text, four pairs of runs): 6% less CPU over shim, relay and store, 6% less wall time, the
+ * same peak RSS.
+ */
+const PUT_READ_BYTES = 1024 * 1024;
 /** The state file is rewritten at most this often as parts land (and on Ctrl-C). */
 const SAVE_EVERY_MS = 500;
 
@@ -177,7 +184,7 @@ async function sendMembers(
       policy,
       target,
       async () => {
-        const body = createReadStream(part.path);
+        const body = createReadStream(part.path, { highWaterMark: PUT_READ_BYTES });
         const res = await request({ ...put, body, signal: stop.signal });
         const text = await readText(res);
         const status = res.statusCode ?? 0;
