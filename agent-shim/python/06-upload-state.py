@@ -1,5 +1,10 @@
+# The name of the file whose saved multipart upload is going up now: a Ctrl-C says how to resume it.
+RESUMABLE = []
+
+
 class UploadStates(object):
-    """Multipart uploads in progress, one small JSON file each in <cache>/airlock/uploads/."""
+    """Multipart uploads in progress, one small JSON file each in <cache>/airlock/uploads/.
+    `name`, where given, is what a Ctrl-C names while the upload is saved (RESUMABLE)."""
 
     def __init__(self):
         self.dir = os.path.join(cache_dir(), "uploads")
@@ -8,7 +13,7 @@ class UploadStates(object):
         ident = to_json([key["relayUrl"], key["path"], key["size"], key["mtimeMs"]])
         return os.path.join(self.dir, hashlib.sha256(ident.encode("utf-8")).hexdigest()[:32] + ".json")
 
-    def load(self, key):
+    def load(self, key, name=None):
         try:
             with open(self.file_for(key), "rb") as handle:
                 saved = json.loads(handle.read(1024 * 1024).decode("utf-8"))
@@ -18,11 +23,13 @@ class UploadStates(object):
         age = time.time() * 1000 - created if created is not None else -1
         same = all(saved.get(k) == key[k] for k in ("relayUrl", "path", "size", "mtimeMs"))
         if same and isinstance(saved.get("uploadId"), str) and 0 <= age < STATE_MAX_AGE_MS:
+            if name is not None:
+                RESUMABLE[:] = [name]
             return saved
         self.remove(key)
         return None
 
-    def save(self, upload):
+    def save(self, upload, name=None):
         try:
             os.makedirs(self.dir, 0o700, exist_ok=True)
             temp = temp_path(self.dir, ".state-", ".json")
@@ -33,8 +40,11 @@ class UploadStates(object):
             TEMPS.discard(temp)
         except OSError:
             return
+        if name is not None:
+            RESUMABLE[:] = [name]
 
     def remove(self, key):
+        del RESUMABLE[:]
         try:
             os.unlink(self.file_for(key))
         except OSError:
@@ -130,7 +140,7 @@ class Sender(object):
                 saved = dict(key)
                 saved.update(form)
                 saved.update({"partSize": part_size, "uploadId": upload["uploadId"], "createdAt": now_iso()})
-                self.states.save(saved)
+                self.states.save(saved, name)
         upload_id = upload["uploadId"]
         uploaded = self.put_parts(upload, stored, part_size, digests, name)
         try:
@@ -151,7 +161,7 @@ class Sender(object):
         return record, False, uploaded
 
     def resumable(self, key, form, part_size, name):
-        saved = self.states.load(key)
+        saved = self.states.load(key, name)
         if saved is None:
             return None
         same = all(saved.get(k) == v for k, v in form.items()) and saved.get("partSize") == part_size

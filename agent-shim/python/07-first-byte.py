@@ -6,7 +6,7 @@ def send_from_first_byte(sender, path, name, size, mtime, content_type):
     file declared with its hashes waits to be resumed the hashed way."""
     relay, states = sender.relay, sender.states
     key = {"relayUrl": relay.url, "path": os.path.abspath(path), "size": size, "mtimeMs": mtime}
-    saved = states.load(key)
+    saved = states.load(key, name)
     if saved is not None and saved.get("sha256") != "":
         return None
     upload = resumed_upload(sender, key, saved, name) if saved is not None else None
@@ -27,7 +27,7 @@ def send_from_first_byte(sender, path, name, size, mtime, content_type):
         entry = dict(key)
         entry.update({"sha256": "", "encoding": "identity", "storedSize": size, "storedSha256": ""})
         entry.update({"partSize": part_size_for(size), "uploadId": answer["uploadId"], "createdAt": now_iso()})
-        states.save(entry)
+        states.save(entry, name)
     whole = Background(lambda: whole_digest(path))
     parts = FirstByteParts(sender, path, name, size, upload)
     if first is not None:

@@ -18,7 +18,7 @@ def send_gzip_from_first_byte(sender, path, name, size, mtime, content_type):
     None when this way is not open (a relay that predates it; a saved upload of another kind)."""
     relay, states = sender.relay, sender.states
     key = {"relayUrl": relay.url, "path": os.path.abspath(path), "size": size, "mtimeMs": mtime}
-    saved = states.load(key)
+    saved = states.load(key, name)
     if saved is not None and (saved.get("sha256") != "" or saved.get("encoding") != "gzip"):
         return None
     upload = resumed_upload(sender, key, saved, name) if saved is not None else None
@@ -36,7 +36,7 @@ def send_gzip_from_first_byte(sender, path, name, size, mtime, content_type):
         saved.update({"sha256": "", "encoding": "gzip", "storedSize": 0, "storedSha256": ""})
         saved.update({"partSize": part_size_for(size), "uploadId": answer["uploadId"], "createdAt": now_iso()})
         saved["partDigests"] = {}
-        states.save(saved)
+        states.save(saved, name)
     record, uploaded = GzipParts(sender, key, path, name, size, upload, saved).send(mtime)
     states.remove(key)
     return result_of(record, bool(record.get("deduped")), uploaded)

@@ -186,7 +186,10 @@ def run():
     def interrupted(signum, frame):
         remove_temps()
         name = "SIGINT" if signum == signal.SIGINT else "SIGTERM"
-        note("airlock: interrupted (%s)" % name)
+        if RESUMABLE and signum == signal.SIGINT:
+            note("airlock: " + one_line("interrupted: run the same command again to resume the upload of " + RESUMABLE[0]))
+        else:
+            note("airlock: interrupted (%s)" % name)
         os._exit(130 if signum == signal.SIGINT else 143)
 
     signal.signal(signal.SIGINT, interrupted)
