@@ -7,6 +7,8 @@ import { fileResponse } from "../../src/http/file-response";
 import { completeUpload } from "../../src/services/uploads/complete-upload";
 import { multipartTarget, isMultipart } from "../../src/services/uploads/multipart-upload";
 import { runVerifyJob } from "../../src/services/uploads/verify-upload";
+import { untilJoined } from "../../src/services/uploads/queued-join";
+import { AppError } from "../../src/errors";
 import { MultipartUploadGoneError } from "../../src/storage/blob-store";
 import { createBlobStore } from "../../src/storage";
 import type { VerifyJob } from "../../src/verify-job";
@@ -80,6 +82,15 @@ for (const backend of backends()) {
       expect(response.status).toBe(200);
       expect(await sha256Hex(await response.arrayBuffer())).toBe(await sha256Hex(bytes));
       expect((await findFile(backend.env.DB, record.fileId))?.verified).toBe(true);
+    });
+
+    it("gives a read up with 503 file_assembling when the join does not come", async () => {
+      const { record, upload } = await completedBeforeJoin();
+      const file = await findFile(backend.env.DB, record.fileId);
+      const refused = await untilJoined(store, file!, [10, 10]).catch((error: unknown) => error);
+      expect(refused).toBeInstanceOf(AppError);
+      expect(refused).toMatchObject({ code: "file_assembling", status: 503 });
+      expect(await store.head(upload.storedKey)).toBeNull();
     });
 
     it("deletes the file, keeping nothing, when the store lost its parts before the join", async () => {

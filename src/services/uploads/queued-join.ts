@@ -77,9 +77,10 @@ const JOIN_WAITS_MS = [50, 100, 200, 400, 800, ...Array<number>(23).fill(1000)];
 export async function untilJoined(
   store: BlobStore,
   file: Pick<FileRow, "verified" | "storedKey">,
+  waitsMs: readonly number[] = JOIN_WAITS_MS,
 ): Promise<void> {
   if (file.verified) return;
-  for (const wait of [...JOIN_WAITS_MS, 0]) {
+  for (const wait of [...waitsMs, 0]) {
     if (await store.head(file.storedKey)) return;
     if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
   }
