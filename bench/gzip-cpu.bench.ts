@@ -9,6 +9,7 @@
  * `curl -T` of the raw bytes; `--shim` runs another build of the shim (an older one, say).
  */
 import { execFileSync } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
@@ -106,7 +107,7 @@ async function main(): Promise<void> {
 /** User + system seconds GNU time wrote to `file`, in milliseconds. */
 function cpuOfChildren(file: string): number {
   try {
-    const text = execFileSync("cat", [file], { encoding: "utf8" }).trim().split("\n").pop()!;
+    const text = readFileSync(file, "utf8").trim().split("\n").pop()!;
     const [user, system] = text.split(" ").map(Number);
     return ((user ?? 0) + (system ?? 0)) * 1000;
   } catch {

@@ -110,8 +110,19 @@ class Relay(object):
             raise CliError("relay gave an unexpected answer to the " + action)
         return answer
 
-    def complete(self, upload_id, name):
-        return self.call("POST", "/v1/uploads/%s/complete" % quote(upload_id, safe=""), "completing the upload of " + name)
+    def complete(self, upload_id, name, body=None):
+        return self.call("POST", "/v1/uploads/%s/complete" % quote(upload_id, safe=""), "completing the upload of " + name, body)
+
+    def sign_parts(self, upload_id, name, parts):
+        """Signed PUTs for `parts` ({partNumber, sha256, size?} each) of an upload declared
+        without its hashes, in one request (POST /v1/uploads/:id/parts): {number: put}."""
+        path = "/v1/uploads/%s/parts" % quote(upload_id, safe="")
+        answer = self.call("POST", path, "upload of " + name, {"parts": parts})
+        signed = answer.get("parts") if isinstance(answer, dict) else None
+        puts = dict((p.get("partNumber"), p.get("put")) for p in signed or [] if isinstance(p, dict))
+        if any(not isinstance(puts.get(p["partNumber"]), dict) for p in parts):
+            raise CliError("relay gave an unexpected answer to the upload of " + name)
+        return puts
 
     def get_file(self, file_id):
         return self.call("GET", "/v1/files/" + quote(file_id, safe=""), "lookup of file " + file_id)
@@ -192,6 +203,17 @@ def part_size_for(size):
 
 def part_count(stored_size, part_size):
     return max(1, -(-stored_size // part_size))
+
+
+def part_span(stored_size, part_size, number):
+    """Where part `number` starts and how long it is (the last one is shorter)."""
+    start = (number - 1) * part_size
+    return start, min(part_size, stored_size - start)
+
+
+def upload_key(relay, path, size, mtime):
+    """What a saved upload is of (UploadStates): this file, as it is now, to this relay."""
+    return {"relayUrl": relay.url, "path": os.path.abspath(path), "size": size, "mtimeMs": mtime}
 
 
 def multipart_threshold():

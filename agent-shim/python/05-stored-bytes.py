@@ -190,6 +190,16 @@ def changed_while_sending(path):
     return CliError("%s changed while it was being sent; send it again once it is complete" % path)
 
 
+def check_unchanged(path, read_size, size, mtime):
+    """Refuses a send whose file changed while it was read (`read_size` bytes of `size`)."""
+    try:
+        now = os.stat(path)
+    except OSError:
+        now = None
+    if read_size != size or now is None or now.st_size != size or mtime_ms(now) != mtime:
+        raise changed_while_sending(path)
+
+
 class Background(object):
     """Runs fn in a thread; result() returns its value or raises its error."""
 

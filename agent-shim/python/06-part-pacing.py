@@ -31,19 +31,21 @@ class PartPace(object):
 
     def sent(self, stream):
         with self.cond:
-            if stream.going:
-                stream.going = False
-                self.streaming -= 1
-                self.cond.notify_all()
+            self.ended(stream)
+            self.cond.notify_all()
 
     def answered(self, stream):
         """A part ended, answered or failed; one whose bytes never all went ends its stream."""
         with self.cond:
             self.unanswered -= 1
-            if stream.going:
-                stream.going = False
-                self.streaming -= 1
+            self.ended(stream)
             self.cond.notify_all()
+
+    def ended(self, stream):
+        """The part's bytes stop streaming, once (hold self.cond)."""
+        if stream.going:
+            stream.going = False
+            self.streaming -= 1
 
 
 class PartStream(object):

@@ -121,7 +121,7 @@ class Sender(object):
         # Standard input (no source) cannot be read again by a later run: its upload is not saved.
         key = None
         if source is not None:
-            key = {"relayUrl": self.relay.url, "path": os.path.abspath(source[0]), "size": size, "mtimeMs": source[1]}
+            key = upload_key(self.relay, source[0], size, source[1])
         form = dict((k, declaration[k]) for k in ("sha256", "encoding", "storedSize", "storedSha256"))
         upload = self.resumable(key, form, part_size, name) if key is not None else None
         if upload is not None and upload["status"] == "completed":
@@ -191,19 +191,16 @@ class Sender(object):
             seen.add(number)
         missing = sorted(upload.get("parts") or [], key=lambda p: p["partNumber"])
 
-        def length_of(part):
-            return min(part_size, stored.size - (part["partNumber"] - 1) * part_size)
-
         def one(part, stream):
             number = part["partNumber"]
-            start, length = (number - 1) * part_size, length_of(part)
+            start, length = part_span(stored.size, part_size, number)
             which = "%s (part %d of %d)" % (label, number, count)
             digest = digests[number - 1]
             put_slice(part["put"], stored.path, start, length, digest, label, which, self.policy, stop, stream)
             return length
 
         stop = threading.Event()
-        remaining = sum(length_of(part) for part in missing)
+        remaining = sum(part_span(stored.size, part_size, part["partNumber"])[1] for part in missing)
         return each_part(self.concurrency, missing, one, stop, self.adaptive, remaining)
 
 

@@ -5,7 +5,7 @@ def send_from_first_byte(sender, path, name, size, mtime, content_type):
     resumes it. None when this way is not open: the relay predates it, or a saved upload of the
     file declared with its hashes waits to be resumed the hashed way."""
     relay, states = sender.relay, sender.states
-    key = {"relayUrl": relay.url, "path": os.path.abspath(path), "size": size, "mtimeMs": mtime}
+    key = upload_key(relay, path, size, mtime)
     saved = states.load(key, name)
     if saved is not None and saved.get("sha256") != "":
         return None
@@ -105,12 +105,7 @@ class FirstByteParts(object):
         relay = self.sender.relay
         uploaded = self.put(self.missing)
         size, sha256 = whole.result()
-        try:
-            now = os.stat(self.path)
-        except OSError:
-            now = None
-        if size != self.size or now is None or now.st_size != self.size or mtime_ms(now) != mtime:
-            raise changed_while_sending(self.path)
+        check_unchanged(self.path, size, self.size, mtime)
         try:
             record = self.complete(sha256)
         except RefusalError as err:
@@ -124,27 +119,19 @@ class FirstByteParts(object):
         return record, uploaded
 
     def complete(self, sha256):
-        path = "/v1/uploads/%s/complete" % quote(self.upload_id, safe="")
-        return self.sender.relay.call("POST", path, "completing the upload of " + self.name, {"sha256": sha256})
+        return self.sender.relay.complete(self.upload_id, self.name, {"sha256": sha256})
 
     def digest(self, number):
         with self.turn:
             if self.digests[number - 1] is None:
-                start = (number - 1) * self.part_size
-                length = min(self.part_size, self.size - start)
+                start, length = part_span(self.size, self.part_size, number)
                 self.digests[number - 1] = part_digest(self.path, start, length)
             return self.digests[number - 1]
 
     def sign(self, numbers):
         """Signs the parts `numbers` with their digests, in one request: {number: put}."""
-        path = "/v1/uploads/%s/parts" % quote(self.upload_id, safe="")
-        body = {"parts": [{"partNumber": n, "sha256": self.digests[n - 1]} for n in numbers]}
-        answer = self.sender.relay.call("POST", path, "upload of " + self.name, body)
-        parts = answer.get("parts") if isinstance(answer, dict) else None
-        puts = dict((p.get("partNumber"), p.get("put")) for p in parts or [] if isinstance(p, dict))
-        if any(not isinstance(puts.get(n), dict) for n in numbers):
-            raise CliError("relay gave an unexpected answer to the upload of " + self.name)
-        return puts
+        parts = [{"partNumber": n, "sha256": self.digests[n - 1]} for n in numbers]
+        return self.sender.relay.sign_parts(self.upload_id, self.name, parts)
 
     def put(self, numbers):
         """PUTs the parts `numbers`, paced (each_part), each signed ahead of its turn
@@ -154,19 +141,16 @@ class FirstByteParts(object):
         sender = self.sender
         signer = PartSigner(self, numbers, sender.concurrency, self.signed)
 
-        def length_of(number):
-            return min(self.part_size, self.size - (number - 1) * self.part_size)
-
         def one(index, stream):
             number = numbers[index]
-            start, length = (number - 1) * self.part_size, length_of(number)
+            start, length = part_span(self.size, self.part_size, number)
             which = "%s (part %d of %d)" % (self.name, number, self.count)
             put = signer.put_for(index)
             sha256 = self.digests[number - 1]
             put_slice(put, self.path, start, length, sha256, self.name, which, sender.policy, stop, stream)
             return length
 
-        remaining = sum(length_of(n) for n in numbers)
+        remaining = sum(part_span(self.size, self.part_size, n)[1] for n in numbers)
         try:
             return each_part(sender.concurrency, list(range(len(numbers))), one, stop, sender.adaptive, remaining)
         finally:

@@ -17,7 +17,7 @@ def send_gzip_from_first_byte(sender, path, name, size, mtime, content_type):
     unchanged file compresses again and skips every part the store holds with the same digest.
     None when this way is not open (a relay that predates it; a saved upload of another kind)."""
     relay, states = sender.relay, sender.states
-    key = {"relayUrl": relay.url, "path": os.path.abspath(path), "size": size, "mtimeMs": mtime}
+    key = upload_key(relay, path, size, mtime)
     saved = states.load(key, name)
     if saved is not None and (saved.get("sha256") != "" or saved.get("encoding") != "gzip"):
         return None
@@ -105,19 +105,13 @@ class GzipParts(object):
                 thread.join()
         if self.failure is not None:
             raise self.failure
-        try:
-            now = os.stat(self.path)
-        except OSError:
-            now = None
-        if original.size != self.size or now is None or now.st_size != self.size or mtime_ms(now) != mtime:
-            raise changed_while_sending(self.path)
+        check_unchanged(self.path, original.size, self.size, mtime)
         body = {"sha256": original.hash.hexdigest(), "storedSize": stored.size}
         body["storedSha256"] = stored.hash.hexdigest()
         table = member_table(span, sizes)
         if table is not None:
             body["members"] = table
-        path = "/v1/uploads/%s/complete" % quote(self.upload_id, safe="")
-        record = self.sender.relay.call("POST", path, "completing the upload of " + self.name, body)
+        record = self.sender.relay.complete(self.upload_id, self.name, body)
         return record, self.uploaded
 
     def original_chunks(self, original, span):
@@ -148,18 +142,14 @@ class GzipParts(object):
     def put(self, number, part, sha256):
         """Signs the part as soon as it is full, PUTs it once a slot is free, notes its digest."""
         try:
-            path = "/v1/uploads/%s/parts" % quote(self.upload_id, safe="")
-            body = {"parts": [{"partNumber": number, "sha256": sha256, "size": part.length}]}
-            answer = self.sender.relay.call("POST", path, "upload of " + self.name, body)
-            signed = (answer.get("parts") or [None])[0] if isinstance(answer, dict) else None
-            if not isinstance(signed, dict) or signed.get("partNumber") != number or not isinstance(signed.get("put"), dict):
-                raise CliError("relay gave an unexpected answer to the upload of " + self.name)
+            entry = {"partNumber": number, "sha256": sha256, "size": part.length}
+            put = self.sender.relay.sign_parts(self.upload_id, self.name, [entry])[number]
             which = "%s (part %d)" % (self.name, number)
             with self.slots:
                 if self.stop.is_set():
                     return
                 policy = self.sender.policy
-                put_slice(signed["put"], part.path, 0, part.length, sha256, self.name, which, policy, self.stop)
+                put_slice(put, part.path, 0, part.length, sha256, self.name, which, policy, self.stop)
             with self.saving:
                 with self.cond:
                     self.uploaded += part.length

@@ -177,12 +177,7 @@ def send_file(path, sender, rename=None):
         else:
             part_sha256 = parts.result() if parts else None
             stored = Stored("identity", path, digests.size, sha256, part_sha256, False)
-        try:
-            now = os.stat(path)
-        except OSError:
-            now = None
-        if digests.size != size or now is None or now.st_size != size or mtime_ms(now) != mtime:
-            raise changed_while_sending(path)
+        check_unchanged(path, digests.size, size, mtime)
         declaration = dict(original)
         declaration.update({"encoding": stored.encoding, "storedSize": stored.size, "storedSha256": stored.sha256})
         record, deduped, uploaded = sender.send_stored(declaration, stored, (path, mtime))

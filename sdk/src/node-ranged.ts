@@ -135,8 +135,8 @@ export async function receiveRanges(
         if (piece.start + piece.got === piece.end) return;
       } catch (error) {
         // What arrived before a cut is good: on disk, so the retry asks only for the rest.
-        if (!(error instanceof Refused)) await writer.finish().catch(() => undefined);
-        await writer.settled();
+        if (error instanceof Refused) await writer.settled();
+        else await writer.finish().catch(() => undefined);
         if (signal.aborted || tries >= ATTEMPTS || error instanceof Refused) throw error;
         continue;
       }

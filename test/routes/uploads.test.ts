@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { readConfig } from "../../src/config";
-import { INLINE_VERIFY_MAX_BYTES } from "../../src/services/uploads/complete-upload";
+import { INLINE_VERIFY_MAX_BYTES } from "../../src/services/uploads/queued-join";
 import { createBlobStore, uploadKey } from "../../src/storage";
 import { backends } from "../support/backends";
 import { gzip, logText, randomBytes, sha256Hex } from "../support/bytes";

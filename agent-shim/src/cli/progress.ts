@@ -1,5 +1,5 @@
 import { Transform, type TransformCallback } from "node:stream";
-import { isatty } from "node:tty";
+import type * as Tty from "node:tty";
 import { humanSize } from "../../../src/services/human-size.js";
 import { currentCall } from "./tool-call.js";
 
@@ -12,7 +12,8 @@ const REDRAW_MS = 100;
  */
 export class Progress {
   /** Asked of fd 2, not `process.stderr`, which node makes on first use (about 1 ms for a pipe). */
-  private readonly enabled = isatty(2);
+  // eslint-disable-next-line @typescript-eslint/no-require-imports -- only a command that draws loads node:tty
+  private readonly enabled = (require("node:tty") as typeof Tty).isatty(2);
   /** Under an MCP tool call: where the call's progress notifications come from. */
   private readonly report = currentCall()?.progress;
   private started = Date.now();

@@ -1,8 +1,8 @@
+import { writeSync } from "node:fs";
 import type { IncomingMessage } from "node:http";
 import type { FileHandle } from "node:fs/promises";
 import { finished } from "node:stream";
-import { socketBody } from "../transport/socket-body.js";
-import { directSink } from "./socket-sink.js";
+import { socketBody, type BodySink } from "../transport/socket-body.js";
 
 /** Bytes gathered before one `writev`: few thread-pool round trips, little held in memory. */
 const BATCH_BYTES = 1024 * 1024;
@@ -38,8 +38,7 @@ export function drain(
   const direct = socketBody(res);
   return new Promise((resolve, reject) => {
     if (direct !== undefined) {
-      const wrap = (err: unknown) => new SinkWriteError(err);
-      return direct.attach(directSink({ file, position, take, onWritten }, wrap, resolve, reject));
+      return direct.attach(directSink(file, position, take, onWritten, resolve, reject));
     }
     let held: Buffer[] = [];
     let heldBytes = 0;
@@ -118,4 +117,38 @@ export function drain(
       else resolve(written);
     });
   });
+}
+
+/**
+ * `drain` for a body taken off the socket (`socketBody`): each read is taken, then written
+ * where it goes at once (synchronously: its buffer is the connection's, reused by the next
+ * read), so all the bytes taken are on disk whenever the body fails.
+ */
+function directSink(
+  file: FileHandle,
+  position: number | null,
+  take: (chunk: Buffer) => void,
+  onWritten: ((buffers: Buffer[], at: number) => void) | undefined,
+  resolve: (written: number) => void,
+  reject: (err: unknown) => void,
+): BodySink {
+  let written = 0;
+  return {
+    bytes(chunk) {
+      take(chunk);
+      const at = position === null ? null : position + written;
+      try {
+        for (let done = 0; done < chunk.length;) {
+          const place = at === null ? null : at + done;
+          done += writeSync(file.fd, chunk, done, chunk.length - done, place);
+        }
+      } catch (err) {
+        throw new SinkWriteError(err);
+      }
+      written += chunk.length;
+      onWritten?.([chunk], at ?? written - chunk.length);
+    },
+    end: () => resolve(written),
+    fail: reject,
+  };
 }

@@ -182,11 +182,11 @@ async function fetchPiece(
   active: Set<IncomingMessage>,
   grew: (piece: Piece, buffers: Buffer[], at: number) => void,
   probe: Probe | undefined,
-  next?: NextRange,
+  next: NextRange,
 ): Promise<void> {
   const first = piece.start + piece.got;
   const last = piece.end - 1;
-  const res = await (next?.take(piece) ?? rangeRequest(job.source, job.sha256, piece));
+  const res = await (next.take(piece) ?? rangeRequest(job.source, job.sha256, piece));
   active.add(res);
   try {
     await checkAnswer(res, job, first, last);
@@ -221,8 +221,7 @@ async function checkAnswer(
   last: number,
 ): Promise<void> {
   if (res.statusCode === 200) {
-    const { message } = rangeError(job, "the whole file came back for a byte range");
-    throw new WholeAnswer(message);
+    throw rangeError(job, "the whole file came back for a byte range", WholeAnswer);
   }
   if (res.statusCode !== 206) throw await refusal(res, job.source);
   const etag = etagSha256(res);
@@ -242,9 +241,13 @@ async function checkAnswer(
 /** The relay answered a range with the whole file: it serves this file only whole. */
 export class WholeAnswer extends CliError {}
 
-function rangeError(job: RangedJob, what: string): CliError {
+function rangeError(
+  job: RangedJob,
+  what: string,
+  kind: new (message: string) => CliError = CliError,
+): CliError {
   const { service, action } = job.source.target;
-  return new CliError(
+  return new kind(
     `${service} ${what} during the ${action}; AIRLOCK_DOWNLOAD_STREAMS=1 downloads in one stream`,
   );
 }

@@ -80,9 +80,17 @@ function agentFor(protocol: string): EarlyAgent {
   if (protocol !== "https:") {
     return (httpAgent ??= new (earlyAgentClass(http.Agent))(globalOptions(http.globalAgent)));
   }
+  const { Agent, globalAgent } = https();
+  return (httpsAgent ??= new (earlyAgentClass(Agent))(globalOptions(globalAgent)));
+}
+
+/**
+ * node:https, loaded when a URL first needs it: TLS is the costliest of the built-in modules to
+ * load, and a relay on plain http (a sandbox beside it) never needs it. The bundle is CommonJS.
+ */
+export function https(): typeof Https {
   // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded on first use, by design
-  const https = require("node:https") as typeof Https;
-  return (httpsAgent ??= new (earlyAgentClass(https.Agent))(globalOptions(https.globalAgent)));
+  return require("node:https") as typeof Https;
 }
 
 /**

@@ -1,5 +1,4 @@
 import * as http from "node:http";
-import type * as Https from "node:https";
 import { finished, type Readable } from "node:stream";
 import {
   CliError,
@@ -10,7 +9,7 @@ import {
 } from "../cli/errors.js";
 import { cancelSignal } from "../cli/tool-call.js";
 import { USER_AGENT } from "../cli/version.js";
-import { earlyAgent } from "./early-connect.js";
+import { earlyAgent, https } from "./early-connect.js";
 import { adoptBody, socketBodyAgent } from "./socket-body.js";
 
 /** A socket idle this long (no bytes either way) is given up as timed out. */
@@ -41,15 +40,6 @@ export interface HttpRequest {
    * with `socketBody(res)` (see `adoptBody`), not as a stream.
    */
   direct?: boolean;
-}
-
-/**
- * node:https, loaded when a URL first needs it: TLS is the costliest of the built-in modules to
- * load, and a relay on plain http (a sandbox beside it) never needs it. The bundle is CommonJS.
- */
-function https(): typeof Https {
-  // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded on first use, by design
-  return require("node:https") as typeof Https;
 }
 
 /**

@@ -96,7 +96,7 @@ export async function eachPart(
     };
     streaming++;
     unanswered++;
-    const run = send(index, progress, stop.signal, adaptive ? sent : () => {}).then(
+    const run = send(index, progress, stop.signal, sent).then(
       () => {
         uploaded += lengths[index]!;
       },
@@ -178,7 +178,7 @@ export async function putPart(
   job: PartsJob,
   progress: Progress,
   signal: AbortSignal,
-  sent: () => void = () => {},
+  sent: () => void,
 ): Promise<void> {
   const { path, partSize, storedSize, label } = job;
   const count = job.partSha256.length;

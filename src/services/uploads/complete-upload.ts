@@ -16,8 +16,6 @@ import type { CompleteBody } from "./deferred-gzip";
 import { recordVerified, verifyUploadContent } from "./verify-upload";
 import type { FileOrigin } from "../file-origin";
 
-export { INLINE_VERIFY_MAX_BYTES } from "./queued-join";
-
 /**
  * Registers an upload's file once the store holds its bytes, while its URL is still valid
  * (an expired upload no longer counts against the quota, so it cannot be completed). For
