@@ -3,6 +3,7 @@ import { Sha256 } from "@smithy/core/checksum";
 import { SignatureV4 } from "@smithy/signature-v4";
 import type { HttpRequest } from "@smithy/types";
 import type { S3Config } from "../config";
+import { logEvent } from "../log";
 
 /**
  * SigV4-signed S3 requests over `fetch`, path-style. The relay needs only status codes
@@ -66,7 +67,23 @@ export class S3Http {
     for (const [name, value] of Object.entries(signed.headers)) {
       if (name !== "host") outgoing.set(name, value);
     }
-    return fetch(this.urlOf(signed), { method, headers: outgoing, body: body ?? null });
+    const url = this.urlOf(signed);
+    const init = { method, headers: outgoing, body: body ?? null };
+    // A streamed body is read once: only a request whose body is in hand can be sent again.
+    const replayable = !(body instanceof ReadableStream);
+    for (let attempt = 0; ; attempt++) {
+      const delay = replayable ? RETRY_DELAYS_MS[attempt] : undefined;
+      try {
+        const response = await fetch(url, init);
+        if (delay === undefined || !RETRIED_STATUSES.has(response.status)) return response;
+        await response.body?.cancel();
+        logEvent("store_request_retried", { method, status: response.status, attempt }, "warn");
+      } catch (error) {
+        if (delay === undefined) throw error;
+        logEvent("store_request_retried", { method, error: String(error), attempt }, "warn");
+      }
+      await new Promise((resolve) => setTimeout(resolve, delay));
+    }
   }
 
   /** The object's path in the bucket, `/<bucket>/<key>` (also an `x-amz-copy-source`). */
@@ -104,6 +121,15 @@ export class S3Http {
     return query.length > 0 ? `${url.href}?${query.join("&")}` : url.href;
   }
 }
+
+/**
+ * S3 answers 500 InternalError and 503 SlowDown when a request should be sent again, and a
+ * pooled connection can fail as a request goes out on it: both are retried twice, as the AWS
+ * SDKs do. Every request the relay sends S3 is idempotent or, for CreateMultipartUpload, at
+ * worst leaves an upload the bucket's abort rule removes.
+ */
+const RETRIED_STATUSES = new Set([500, 503]);
+const RETRY_DELAYS_MS = [100, 400];
 
 /** Query encoding as SigV4 canonicalises it, so the URL matches what was signed. */
 function encodeRfc3986(value: string): string {

@@ -99,25 +99,36 @@ describe("S3 backend: relay → fault proxy → strict S3, shim PUTs through the
     expect(puts.map((r) => r.status)).toEqual([0, 200]);
   });
 
-  it("the relay's HEAD at complete failing once gives a 5xx the shim retries", async () => {
+  /** Sends a file while the store answers the relay's HEAD at complete 500 `times` times. */
+  async function sendThroughFailingHeads(times: number) {
     session = await relay.mintSession();
     const { path, data } = await randomFile();
     // A pass-through proxy in front of the relay, only to see what the relay answered.
     const api = await startFaultProxy({ target: relay.url, host: "preserve" });
     try {
-      proxy.inject({ method: "HEAD", fault: { kind: "status", status: 500 }, times: 1 });
+      proxy.inject({ method: "HEAD", fault: { kind: "status", status: 500 }, times });
       const from = proxy.requests.length;
       const result = sent(await send(api.url, session.token, path));
       await expectServed(result, data);
-      expect(faultsApplied(proxy, from)).toEqual(["HEAD status 500"]);
-      const heads = proxy.requests.slice(from).filter((r) => r.method === "HEAD");
-      expect(heads.map((r) => r.status)).toEqual([500, 200]);
-      const completes = api.requests.filter((r) => r.path.endsWith("/complete"));
-      expect(completes.map((r) => r.status)).toEqual([500, 201]);
+      expect(faultsApplied(proxy, from)).toEqual(Array(times).fill("HEAD status 500"));
       expect((await listFiles(relay, session.sessionId)).length).toBe(1);
+      const heads = proxy.requests.slice(from).filter((r) => r.method === "HEAD");
+      const completes = api.requests.filter((r) => r.path.endsWith("/complete"));
+      return { heads: heads.map((r) => r.status), completes: completes.map((r) => r.status) };
     } finally {
       await api.stop();
     }
+  }
+
+  it("the relay's HEAD at complete failing once is sent again by the relay", async () => {
+    expect(await sendThroughFailingHeads(1)).toEqual({ heads: [500, 200], completes: [201] });
+  });
+
+  it("the relay's HEAD failing past its own retries gives a 5xx the shim retries", async () => {
+    expect(await sendThroughFailingHeads(3)).toEqual({
+      heads: [500, 500, 500, 200],
+      completes: [500, 201],
+    });
   });
 
   it("a store that keeps failing ends in one error line after the last retry, nothing kept", async () => {
