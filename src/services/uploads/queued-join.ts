@@ -52,8 +52,11 @@ export async function joinQueuedParts(
   } catch (error) {
     if (!(error instanceof AppError)) throw error;
     await deleteFile(deps.db, file.id, deps.now());
-    await rejectUpload(deps, upload);
-    await deps.store.abortMultipartUpload(multipartTarget(upload));
+    // `upload_expired`: the store no longer had the upload, which was given up already.
+    if (error.code !== "upload_expired") {
+      await rejectUpload(deps, upload);
+      await deps.store.abortMultipartUpload(multipartTarget(upload));
+    }
     logEvent(
       "upload_join_failed",
       { uploadId: upload.id, fileId: file.id, code: error.code, reason: error.message },
