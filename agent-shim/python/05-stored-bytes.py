@@ -49,13 +49,24 @@ def release(path):
         pass
 
 
+def open_new_temp(temp):
+    """`temp` made now (never an existing file) and opened for writing; an OSError told as one
+    line about it, `temp` released."""
+    try:
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        return os.fdopen(fd, "wb")
+    except OSError as err:
+        release(temp)
+        raise fs_error("write temp file", temp, err)
+
+
 @contextlib.contextmanager
 def new_temp_file(temp):
     """`temp` created for writing (never an existing file); removed if anything fails meanwhile,
     an OSError told as one line about it."""
+    sink = open_new_temp(temp)
     try:
-        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "wb") as sink:
+        with sink:
             yield sink
     except OSError as err:
         release(temp)

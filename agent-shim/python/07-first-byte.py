@@ -1,38 +1,53 @@
 def send_from_first_byte(sender, path, name, size, mtime, content_type):
     """A large file sent as it is read (docs/api.md, "Sending from the first byte"): declared
     without its hashes, parts hashed ahead and signed with their digests, then PUT, the whole
-    file hashed in a thread for complete (a dedup hit is found there). Saved, so a later send
-    resumes it. None when this way is not open: the relay predates it, or a saved upload of the
-    file declared with its hashes waits to be resumed the hashed way."""
+    file hashed in a thread for complete (a dedup hit is found there). Resumable, and None when
+    this way is not open (send_deferred)."""
+    first = []
+
+    def declare(relay):
+        # Part 1's digest goes with the declare, whose answer then signs it: one round trip.
+        first.append(part_digest(path, 0, min(part_size_for(size), size)))
+        declaration = {"name": name, "size": size, "contentType": content_type, "encoding": "identity"}
+        declaration["hashAtComplete"] = True
+        return declare_deferred(relay, declaration, [{"partNumber": 1, "sha256": first[0]}])
+
+    def send(upload, saved):
+        whole = Background(lambda: whole_digest(path))
+        parts = FirstByteParts(sender, path, name, size, upload)
+        if first:
+            parts.digests[0] = first[0]
+        return parts.send(whole, mtime)
+
+    return send_deferred(sender, path, name, size, mtime, "identity", declare, send)
+
+
+def send_deferred(sender, path, name, size, mtime, encoding, declare, send):
+    """The frame of a send from the first byte, either encoding: the file's saved upload of this
+    kind as the relay has it now (a completed one is answered as it is), else a new one,
+    `declare(relay)`'s answer, saved at once; then `send(upload, saved)` sends what is missing
+    and answers (record, bytes uploaded). None when this way is not open: the relay predates it,
+    or a saved upload of the file of another kind waits to be resumed its own way."""
     relay, states = sender.relay, sender.states
     key = upload_key(relay, path, size, mtime)
     saved = states.load(key, name)
-    if saved is not None and saved.get("sha256") != "":
+    if saved is not None and (saved.get("sha256") != "" or saved.get("encoding") != encoding):
         return None
     upload = resumed_upload(sender, key, saved, name) if saved is not None else None
-    first = None
     if upload is not None and upload["status"] == "completed":
         states.remove(key)
         record = upload["file"]
         return result_of(record, bool(record.get("deduped")), 0)
     if upload is None:
-        # Part 1's digest goes with the declare, whose answer then signs it: one round trip.
-        first = part_digest(path, 0, min(part_size_for(size), size))
-        declaration = {"name": name, "size": size, "contentType": content_type, "encoding": "identity"}
-        declaration["hashAtComplete"] = True
-        answer = declare_deferred(relay, declaration, [{"partNumber": 1, "sha256": first}])
-        if answer is None or answer["status"] != "multipart" or not isinstance(answer.get("missing"), list):
+        upload = declare(relay)
+        if upload is None or upload["status"] != "multipart" or not isinstance(upload.get("missing"), list):
             return None
-        upload = answer
-        entry = dict(key)
-        entry.update({"sha256": "", "encoding": "identity", "storedSize": size, "storedSha256": ""})
-        entry.update({"partSize": part_size_for(size), "uploadId": answer["uploadId"], "createdAt": now_iso()})
-        states.save(entry, name)
-    whole = Background(lambda: whole_digest(path))
-    parts = FirstByteParts(sender, path, name, size, upload)
-    if first is not None:
-        parts.digests[0] = first
-    record, uploaded = parts.send(whole, mtime)
+        saved = dict(key)
+        stored_size = size if encoding == "identity" else 0  # a gzip's stored size is known at complete
+        saved.update({"sha256": "", "encoding": encoding, "storedSize": stored_size, "storedSha256": ""})
+        saved.update({"partSize": part_size_for(size), "uploadId": upload["uploadId"], "createdAt": now_iso()})
+        states.save(saved, name)
+    record, uploaded = send(upload, saved)
     states.remove(key)
     return result_of(record, bool(record.get("deduped")), uploaded)
 

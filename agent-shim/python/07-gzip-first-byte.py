@@ -15,39 +15,24 @@ def send_gzip_from_first_byte(sender, path, name, size, mtime, content_type):
 
     Resumable: the upload and each stored part's digest are saved, and a later send of the
     unchanged file compresses again and skips every part the store holds with the same digest.
-    None when this way is not open (a relay that predates it; a saved upload of another kind)."""
-    relay, states = sender.relay, sender.states
-    key = upload_key(relay, path, size, mtime)
-    saved = states.load(key, name)
-    if saved is not None and (saved.get("sha256") != "" or saved.get("encoding") != "gzip"):
-        return None
-    upload = resumed_upload(sender, key, saved, name) if saved is not None else None
-    if upload is not None and upload["status"] == "completed":
-        states.remove(key)
-        record = upload["file"]
-        return result_of(record, bool(record.get("deduped")), 0)
-    if upload is None:
+    None when this way is not open (send_deferred)."""
+
+    def declare(relay):
         declaration = {"name": name, "size": size, "contentType": content_type, "encoding": "gzip"}
-        answer = declare_deferred(relay, dict(declaration, hashAtComplete=True))
-        if answer is None or answer["status"] != "multipart" or not isinstance(answer.get("missing"), list):
-            return None
-        upload = answer
-        saved = dict(key)
-        saved.update({"sha256": "", "encoding": "gzip", "storedSize": 0, "storedSha256": ""})
-        saved.update({"partSize": part_size_for(size), "uploadId": answer["uploadId"], "createdAt": now_iso()})
-        saved["partDigests"] = {}
-        states.save(saved, name)
-    record, uploaded = GzipParts(sender, key, path, name, size, upload, saved).send(mtime)
-    states.remove(key)
-    return result_of(record, bool(record.get("deduped")), uploaded)
+        return declare_deferred(relay, dict(declaration, hashAtComplete=True))
+
+    def send(upload, saved):
+        return GzipParts(sender, path, name, size, upload, saved).send(mtime)
+
+    return send_deferred(sender, path, name, size, mtime, "gzip", declare, send)
 
 
 class GzipParts(object):
     """The member stream of a gzip upload declared without its hashes, cut into parts as it is
     made, each PUT on a thread of its own once full (GZIP_PARTS_IN_FLIGHT at once)."""
 
-    def __init__(self, sender, key, path, name, size, upload, saved):
-        self.sender, self.key, self.path, self.name, self.size = sender, key, path, name, size
+    def __init__(self, sender, path, name, size, upload, saved):
+        self.sender, self.path, self.name, self.size = sender, path, name, size
         self.part_size = part_size_for(size)
         if upload.get("partSize") != self.part_size:
             raise CliError("relay planned the parts of %s differently than airlock did" % name)
@@ -173,12 +158,7 @@ class GzipPartFile(object):
 
     def __init__(self):
         self.path = temp_path(tmpdir(), "airlock-", ".gzpart")
-        try:
-            fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        except OSError as err:
-            release(self.path)
-            raise fs_error("write temp file", self.path, err)
-        self.sink = os.fdopen(fd, "wb")
+        self.sink = open_new_temp(self.path)
         self.hash = hashlib.sha256()
         self.length = 0
 

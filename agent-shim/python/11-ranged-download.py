@@ -90,7 +90,7 @@ class RangedDownload(object):
             self.pieces = first_and_rest(size, self.chunk)
         self.missing = [p for p in self.pieces if p.got < p.end - p.start]
         self.threads = []
-        self.watch = None  # the first range's SplitProbe, from its first chunk
+        self.watch = SplitProbe(size, self.decided) if self.adaptive else None
         self.next = 0
         self.cond = threading.Condition()
         self.stop = threading.Event()
@@ -140,21 +140,13 @@ class RangedDownload(object):
                 self.threads.append(thread)
                 thread.start()
 
-    def watch_first(self, piece, length):
-        """Watches the first range's bytes (`SplitProbe`); once it has decided, cuts the rest (not
-        yet begun: the one stream is still on the first range) into ranges for every stream if
-        more streams pay."""
-        if not self.adaptive or piece is not self.pieces[0]:
-            return
-        if self.watch is None:
-            self.watch = SplitProbe(self.size, lambda pays: self.decided(piece, pays))
-        self.watch.heard(length)
-
-    def decided(self, piece, pays):
+    def decided(self, pays):
+        """The first range's `SplitProbe` has decided: if more streams pay, the rest (not yet
+        begun: the one stream is still on the first range) is cut into ranges for every stream."""
         self.adaptive = False
         if not pays:
             return
-        rest = plan_rest(piece.end, self.size, self.chunk)
+        rest = plan_rest(self.pieces[0].end, self.size, self.chunk)
         with self.cond:
             self.pieces[1:] = rest
             self.missing[self.next:] = rest
@@ -216,7 +208,8 @@ class RangedDownload(object):
                     break
                 if len(data) > piece.end - piece.start - piece.got:
                     raise self.range_error("more bytes than the range asked for")
-                self.watch_first(piece, len(data))
+                if watched:
+                    self.watch.heard(len(data))
                 at = piece.start + piece.got
                 try:
                     write_at(self.fd, data, at)
