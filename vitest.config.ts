@@ -63,7 +63,7 @@ export default defineConfig({
           sequence: { groupOrder: 1 },
           globalSetup: ["./test/support/shared-relay.setup.ts"],
           setupFiles: [
-            "./test/support/client-keep-alive.setup.ts",
+            "./test/support/client-connection.setup.ts",
             "./test/support/dev-server-retry.setup.ts",
           ],
         },
