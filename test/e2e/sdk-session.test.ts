@@ -3,7 +3,7 @@ import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { AirlockClient, AirlockError, AirlockSession, type FetchLike } from "../../sdk/src/node";
-import { freePort } from "../support/relay";
+import { freePort } from "../support/free-port";
 import { rejectionOf } from "../support/rejection";
 import { airlock, dir, relay, shimSend, useSdkSuite, MiB } from "./sdk-support";
 

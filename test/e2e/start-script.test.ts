@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { freePort } from "../support/relay.js";
+import { freePort } from "../support/free-port";
 
 const checkout = fileURLToPath(new URL("../..", import.meta.url));
 let project: string;
@@ -86,10 +86,17 @@ async function portFree(port: number): Promise<boolean> {
   return true;
 }
 
-async function until(what: string, ms: number, check: () => Promise<boolean>): Promise<void> {
+/** Waits for `check`; `what` is read at the time out, so it can show what happened meanwhile. */
+async function until(
+  what: string | (() => string),
+  ms: number,
+  check: () => Promise<boolean>,
+): Promise<void> {
   const deadline = Date.now() + ms;
   while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
+    if (Date.now() > deadline) {
+      throw new Error(`timed out waiting until ${typeof what === "string" ? what : what()}`);
+    }
     await new Promise((resolve) => setTimeout(resolve, 250));
   }
 }
@@ -146,12 +153,16 @@ describe("npm start", () => {
     terminal.stderr.on("data", (chunk: Buffer) => (screen += chunk.toString()));
 
     // PORT is honoured: the relay answers there.
-    await until(`the relay answers on ${port}\n${screen}`, 90_000, async () => {
-      const health = await fetch(`http://127.0.0.1:${port}/health`, {
-        signal: AbortSignal.timeout(5_000),
-      }).catch(() => undefined);
-      return health !== undefined;
-    });
+    await until(
+      () => `the relay answers on ${port}; the terminal showed:\n${screen}`,
+      90_000,
+      async () => {
+        const health = await fetch(`http://127.0.0.1:${port}/health`, {
+          signal: AbortSignal.timeout(5_000),
+        }).catch(() => undefined);
+        return health !== undefined;
+      },
+    );
     expect(screen).toContain(`Airlock relay starting on http://127.0.0.1:${port}`);
     expect(await pidsServing([port])).not.toEqual([]);
 

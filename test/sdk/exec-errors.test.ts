@@ -3,7 +3,7 @@ import { readFile, readdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { dockerExec, pushStream, spawnCli, sshExec, type ExecAdapter } from "../../sdk/src/node";
-import { freePort } from "../support/relay";
+import { freePort } from "../support/free-port";
 import { execCase } from "./exec-cases";
 import { MiB, execFixture, mkdtemp, refusal, standInsFirst } from "./exec-fixture";
 import { sandboxPath } from "./stand-in-cli";

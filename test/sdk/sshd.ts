@@ -4,7 +4,7 @@ import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { connect } from "node:net";
 import { tmpdir, userInfo } from "node:os";
 import { join } from "node:path";
-import { freePort } from "../support/relay";
+import { freePort } from "../support/free-port";
 
 /** A throwaway OpenSSH server on 127.0.0.1, for the current user, with a key of its own. */
 export interface TestSshd {

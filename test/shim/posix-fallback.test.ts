@@ -6,7 +6,8 @@ import { mkdir, mkdtemp, readFile, readdir, rm, writeFile } from "node:fs/promis
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { freePort, type RunningRelay } from "../support/relay";
+import { freePort } from "../support/free-port";
+import type { RunningRelay } from "../support/relay";
 import { seedInbox } from "../support/seed-inbox";
 import { sharedRelay } from "../support/shared-relay";
 import { busyboxOnlyPath, required } from "./shims";

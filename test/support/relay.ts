@@ -1,8 +1,8 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { rm } from "node:fs/promises";
-import { createServer } from "node:net";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { freePort } from "./free-port";
 import { freshRelayState, relayLogFile } from "./relay-state";
 
 const checkout = fileURLToPath(new URL("../..", import.meta.url));
@@ -36,18 +36,6 @@ export interface RelayOptions {
   vars?: Record<string, string>;
   /** The copy of the project `wrangler dev` runs from; default this checkout. */
   root?: string;
-}
-
-/** A free TCP port on 127.0.0.1. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      server.close(() => resolve(typeof address === "object" && address ? address.port : 0));
-    });
-  });
 }
 
 /**
