@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { freePort } from "../support/free-port";
+import { freePort, portIsFree } from "../support/free-port";
 
 const checkout = fileURLToPath(new URL("../..", import.meta.url));
 let project: string;
@@ -79,13 +79,6 @@ function listen(port: number): Promise<Server | undefined> {
   });
 }
 
-async function portFree(port: number): Promise<boolean> {
-  const server = await listen(port);
-  if (!server) return false;
-  await new Promise((resolve) => server.close(resolve));
-  return true;
-}
-
 /** Waits for `check`; `what` is read at the time out, so it can show what happened meanwhile. */
 async function until(
   what: string | (() => string),
@@ -129,7 +122,7 @@ describe("npm start", () => {
       const [, named, suggested] = line.exec(stderr) ?? [];
       expect(Number(named)).toBe(port);
       expect(Number(suggested)).toBeGreaterThan(port);
-      expect(await portFree(Number(suggested))).toBe(true);
+      expect(await portIsFree(Number(suggested))).toBe(true);
       // Nothing of the relay ran: no welcome text, no workerd, no .dev.vars written.
       expect(stdout).not.toMatch(/Airlock relay starting|kj::Exception|--port/);
       expect(await readdir(project)).not.toContain(".dev.vars");
@@ -167,7 +160,7 @@ describe("npm start", () => {
     expect(await pidsServing([port])).not.toEqual([]);
 
     terminal.kill("SIGKILL");
-    await until(`port ${port} is free again`, 20_000, () => portFree(port));
+    await until(`port ${port} is free again`, 20_000, () => portIsFree(port));
     await until("no wrangler dev is left for that port", 10_000, async () => {
       return (await pidsServing([port])).length === 0;
     });

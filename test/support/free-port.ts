@@ -14,7 +14,7 @@ export async function freePort(): Promise<number> {
   const highest = ephemeralLow() - 1;
   for (let attempt = 0; highest > LOWEST && attempt < 50; attempt++) {
     const port = LOWEST + Math.floor(Math.random() * (highest - LOWEST + 1));
-    if (await listens(port)) return port;
+    if (await portIsFree(port)) return port;
   }
   return kernelPort();
 }
@@ -31,8 +31,8 @@ function ephemeralLow(): number {
   }
 }
 
-/** Whether a server could listen on `port` (it is let go at once). */
-function listens(port: number): Promise<boolean> {
+/** Whether nothing listens on 127.0.0.1:`port` (binding it for a moment, then letting go). */
+export function portIsFree(port: number): Promise<boolean> {
   return new Promise((resolve) => {
     const server = createServer();
     server.once("error", () => resolve(false));
