@@ -4,6 +4,7 @@ import { SignatureV4 } from "@smithy/signature-v4";
 import type { HttpRequest } from "@smithy/types";
 import type { S3Config } from "../config";
 import { logEvent } from "../log";
+import { type RetryPolicy, withRetry } from "../retry";
 
 /**
  * SigV4-signed S3 requests over `fetch`, path-style. The relay needs only status codes
@@ -70,19 +71,23 @@ export class S3Http {
     const url = this.urlOf(signed);
     const init = { method, headers: outgoing, body: body ?? null };
     // A streamed body is read once: only a request whose body is in hand can be sent again.
-    const replayable = !(body instanceof ReadableStream);
-    for (let attempt = 0; ; attempt++) {
-      const delay = replayable ? RETRY_DELAYS_MS[attempt] : undefined;
-      try {
-        const response = await fetch(url, init);
-        if (delay === undefined || !RETRIED_STATUSES.has(response.status)) return response;
-        await response.body?.cancel();
-        logEvent("store_request_retried", { method, status: response.status, attempt }, "warn");
-      } catch (error) {
-        if (delay === undefined) throw error;
-        logEvent("store_request_retried", { method, error: String(error), attempt }, "warn");
-      }
-      await new Promise((resolve) => setTimeout(resolve, delay));
+    if (body instanceof ReadableStream) return fetch(url, init);
+    const sendOnce = async () => {
+      const response = await fetch(url, init);
+      if (RETRIED_STATUSES.has(response.status)) throw new RetriedAnswer(response);
+      return response;
+    };
+    const onRetry = (error: unknown, attempt: number) => {
+      const answer = error instanceof RetriedAnswer ? error.response : undefined;
+      void answer?.body?.cancel().catch(() => undefined);
+      const why = answer ? { status: answer.status } : { error: String(error) };
+      logEvent("store_request_retried", { method, ...why, attempt: attempt - 1 }, "warn");
+    };
+    try {
+      return await withRetry(sendOnce, S3_RETRY, () => true, { onRetry });
+    } catch (error) {
+      if (error instanceof RetriedAnswer) return error.response; // the last answer, as S3 gave it
+      throw error;
     }
   }
 
@@ -129,7 +134,21 @@ export class S3Http {
  * worst leaves an upload the bucket's abort rule removes.
  */
 const RETRIED_STATUSES = new Set([500, 503]);
-const RETRY_DELAYS_MS = [100, 400];
+/** Three attempts, 100 ms and then 400 ms apart. */
+const S3_RETRY: RetryPolicy = {
+  attempts: 3,
+  baseDelayMs: 100,
+  growth: 4,
+  maxDelayMs: 400,
+  jitter: false,
+};
+
+/** An answer of S3's that asks for the request again. */
+class RetriedAnswer extends Error {
+  constructor(readonly response: Response) {
+    super(`S3 answered ${response.status}`);
+  }
+}
 
 /** Query encoding as SigV4 canonicalises it, so the URL matches what was signed. */
 function encodeRfc3986(value: string): string {
